@@ -1,0 +1,40 @@
+# Top-level entry points. README's two commands: `make demo` (the main job) and `make test`.
+# Each installs what it needs first (scripts/install-deps.sh is idempotent).
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+CTEST_JOBS ?= 2
+
+.PHONY: all deps build test test-asan demo gpu-check clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Every test this machine can run: unit, multi-process and fuzz tests; GPU tests skip (77) here.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(CTEST_JOBS)
+
+# The CPU tests again in an AddressSanitizer/UBSan build without CUDA (CI runs this too).
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMSCCLPP_USE_CUDA=OFF -DMSCCLPP_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(CTEST_JOBS) -L 'unit|mp|fuzz'
+
+# The main job: 4 ranks (GPU ranks where GPUs are present, CPU ranks otherwise) pass data around
+# a ring over registered memory with signal/wait and print a report.
+demo: build
+	$(BUILD)/bin/mscclpp-run -n 4 $(BUILD)/bin/example_ring_demo
+
+# On a GPU machine: every GPU test and the key measurements, a short table last.
+gpu-check:
+	scripts/gpu-check.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

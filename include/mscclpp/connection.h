@@ -1,0 +1,66 @@
+/* mscclpp/connection.h - connections between two ranks and host semaphores over them.
+ * Compiles as C11 and as C++. */
+#ifndef MSCCLPP_CONNECTION_H_
+#define MSCCLPP_CONNECTION_H_
+
+#include <mscclpp/memory.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Transports. The first three values are the seed API's. */
+typedef enum {
+  mscclppTransportP2P = 0, /* GPU memory between processes of one host (CUDA IPC) */
+  mscclppTransportSHM = 1, /* host memory shared between processes of one host */
+  mscclppTransportIB = 2,  /* InfiniBand verbs (not built yet) */
+  mscclppTransportTCP = 3, /* host memory across hosts, written by the owner's receiving thread */
+  mscclppTransportAuto = 4 /* what the two ranks can both reach: P2P, SHM, then TCP */
+} mscclppTransport_t;
+#define mscclppTransportCudaIpc mscclppTransportP2P
+
+typedef struct mscclppConnection* mscclppConnection_t;
+
+/* Connects this rank with peer. Both ranks call it with the same tag and transport (Auto resolves
+ * to the same choice on both sides). Returns once the peer has connected too. */
+mscclppResult_t mscclppConnectionCreate(mscclppComm_t comm, int peer, int tag, mscclppTransport_t transport,
+                                        mscclppConnection_t* conn);
+/* The transport the connection uses (never Auto). */
+mscclppResult_t mscclppConnectionTransport(mscclppConnection_t conn, mscclppTransport_t* transport);
+/* The rank at the other end. */
+mscclppResult_t mscclppConnectionPeer(mscclppConnection_t conn, int* peer);
+
+/* Copies size bytes from local registered memory src (at srcOffset) into the peer's registered
+ * memory dst (imported here, at dstOffset). Asynchronous: the data is only guaranteed to have
+ * landed after a later flush, or in the order the peer observes an UpdateAndSync issued after it. */
+mscclppResult_t mscclppConnectionWrite(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
+                                       mscclppRegMem_t src, uint64_t srcOffset, uint64_t size);
+/* Sets *src to newValue and stores it as one 64-bit word at dst+dstOffset (8-byte aligned) on the
+ * peer, after every earlier write of this connection. The semaphores are made of this. */
+mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
+                                               uint64_t* src, uint64_t newValue);
+/* Waits, at most timeoutMs (<0: MSCCLPP_FLUSH_TIMEOUT), until every earlier write and update of
+ * this connection has landed in the peer's memory. */
+mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeoutMs);
+mscclppResult_t mscclppConnectionDestroy(mscclppConnection_t conn);
+
+/* A host semaphore: a 64-bit monotonic token in memory this rank owns, advanced by the peer's
+ * signal through the connection. Both ends of the connection create one (a pairwise exchange). */
+typedef struct mscclppHostSemaphore* mscclppHostSemaphore_t;
+
+mscclppResult_t mscclppHostSemaphoreCreate(mscclppComm_t comm, mscclppConnection_t conn, mscclppHostSemaphore_t* sem);
+/* Tells the peer one more step is ready: every write of the connection issued before it is visible
+ * to the peer once its wait for this step returns. */
+mscclppResult_t mscclppHostSemaphoreSignal(mscclppHostSemaphore_t sem);
+/* Waits for the peer's next signal, at most timeoutMs (<0: MSCCLPP_SEMAPHORE_TIMEOUT). Timeout names
+ * the peer and the step awaited. */
+mscclppResult_t mscclppHostSemaphoreWait(mscclppHostSemaphore_t sem, int64_t timeoutMs);
+/* Non-blocking wait: *ready = 1 and the step is consumed when the peer's next signal arrived. */
+mscclppResult_t mscclppHostSemaphorePoll(mscclppHostSemaphore_t sem, int* ready);
+mscclppResult_t mscclppHostSemaphoreDestroy(mscclppHostSemaphore_t sem);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MSCCLPP_CONNECTION_H_ */

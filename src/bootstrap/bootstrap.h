@@ -1,0 +1,51 @@
+/* bootstrap.h - the TCP rendezvous that connects a communicator's ranks before anything else:
+ * unique ids, the root, ring allgather, barrier and tagged point-to-point messages. Every wait is
+ * bounded by the bootstrap's timeout; a peer that dies makes every survivor's pending and later
+ * calls fail (RemoteError or Timeout) instead of hanging. Depends only on util/. */
+#ifndef MPP_BOOTSTRAP_BOOTSTRAP_H_
+#define MPP_BOOTSTRAP_BOOTSTRAP_H_
+
+#include <stddef.h>
+
+#include <mscclpp/comm.h>
+
+struct bootstrap;
+
+/* Fills id with a fresh random secret and the address of a root that this call starts (a thread
+ * serving one rendezvous of up to the nranks the first rank announces, then exiting). */
+mscclppResult_t bootstrap_unique_id(mscclppUniqueId* id);
+
+/* Builds the id for mscclppCommInitRank's "host:port" (IPv4, [IPv6] or a host name). Rank 0 also
+ * starts the root listening on that port. Such ids carry the secret of MSCCLPP_BOOTSTRAP_SECRET
+ * when every rank sets it, otherwise a fixed one (no authentication). */
+mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, mscclppUniqueId* id);
+
+/* Joins the rendezvous named by id as rank of nranks. timeout_ms bounds every later wait. */
+mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, int timeout_ms, struct bootstrap** out);
+
+int bootstrap_rank(const struct bootstrap* b);
+int bootstrap_nranks(const struct bootstrap* b);
+
+/* data holds nranks slots of bytes_per_rank; slot rank is ours, the others are filled in. */
+mscclppResult_t bootstrap_allgather(struct bootstrap* b, void* data, size_t bytes_per_rank);
+mscclppResult_t bootstrap_barrier(struct bootstrap* b);
+/* Messages between a pair with one tag arrive in order; recv's size must equal send's. */
+mscclppResult_t bootstrap_send(struct bootstrap* b, int peer, int tag, const void* data, size_t size);
+mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* data, size_t size);
+
+/* Closes every socket at once so that peers blocked on this rank fail promptly; later calls on b
+ * return Aborted. Safe to call from another thread while a call is blocked. */
+void bootstrap_abort(struct bootstrap* b);
+/* Frees b (after abort, or when every peer is done with it). */
+void bootstrap_destroy(struct bootstrap* b);
+
+/* What launchers put in the environment (see mscclppCommInitFromEnv). */
+struct launch_env {
+  int rank, nranks, local_rank; /* local_rank -1 when no launcher said */
+  char root[300];               /* "host:port" */
+};
+/* Reads rank, size, local rank and root address from the first launcher whose variables are set.
+ * A missing or malformed variable is InvalidUsage naming it. */
+mscclppResult_t launch_env_read(struct launch_env* env);
+
+#endif /* MPP_BOOTSTRAP_BOOTSTRAP_H_ */

@@ -1,0 +1,47 @@
+/* err.h - setting and propagating errors. A failing function records a detailed message for
+ * mscclppGetLastError (file:line, what and why) and returns the result code; callers pass the code
+ * up with MPP_CHECK, which keeps the first, most specific message. */
+#ifndef MPP_UTIL_ERR_H_
+#define MPP_UTIL_ERR_H_
+
+#include <mscclpp/core.h>
+
+/* Records "file:line: <formatted message>" as this thread's last error, logs it at WARN level
+ * and returns res, so that callers can write `return MPP_ERR(mscclppInvalidArgument, "...")`. */
+mscclppResult_t err_set(mscclppResult_t res, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* As err_set, with ": <strerror(errnum)>" appended. */
+mscclppResult_t err_set_errno(mscclppResult_t res, int errnum, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Clears this thread's last error (called at the start of each public entry point). */
+void err_clear(void);
+
+/* This thread's last error message (never NULL). */
+const char* err_last(void);
+
+#define MPP_ERR(res, ...) err_set((res), __FILE__, __LINE__, __VA_ARGS__)
+#define MPP_ERRNO(res, errnum, ...) err_set_errno((res), (errnum), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Return on failure, keeping the callee's message. */
+#define MPP_CHECK(call)                           \
+  do {                                            \
+    mscclppResult_t mpp_res_ = (call);            \
+    if (mpp_res_ != mscclppSuccess) return mpp_res_; \
+  } while (0)
+
+/* Jump to a cleanup label on failure; `res` receives the code. */
+#define MPP_CHECK_GOTO(call, res, label) \
+  do {                                   \
+    (res) = (call);                      \
+    if ((res) != mscclppSuccess) goto label; \
+  } while (0)
+
+/* Argument checks at public entry points. */
+#define MPP_CHECK_ARG(cond, ...)                                         \
+  do {                                                                   \
+    if (!(cond)) return MPP_ERR(mscclppInvalidArgument, __VA_ARGS__);    \
+  } while (0)
+
+#endif /* MPP_UTIL_ERR_H_ */

@@ -1,0 +1,48 @@
+/* log.h - leveled, per-subsystem logging configured from the environment.
+ *   MSCCLPP_LOG_LEVEL  none|error|warn|info|debug|trace (default warn); MSCCLPP_DEBUG is accepted
+ *                      too, with NCCL's names (VERSION, WARN, INFO, TRACE)
+ *   MSCCLPP_LOG_SUBSYS comma list of subsystems (init,bootstrap,transport,mem,net,proxy,exec,algo,
+ *                      all); a leading ^ excludes the listed ones. MSCCLPP_DEBUG_SUBSYS is an alias.
+ *   MSCCLPP_LOG_FILE   write here instead of stderr; %h becomes the host name, %p the pid. */
+#ifndef MPP_UTIL_LOG_H_
+#define MPP_UTIL_LOG_H_
+
+typedef enum { LOG_NONE = 0, LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE } log_level_t;
+
+enum {
+  LOG_SUB_INIT = 1 << 0,
+  LOG_SUB_BOOTSTRAP = 1 << 1,
+  LOG_SUB_TRANSPORT = 1 << 2,
+  LOG_SUB_MEM = 1 << 3,
+  LOG_SUB_NET = 1 << 4,
+  LOG_SUB_PROXY = 1 << 5,
+  LOG_SUB_EXEC = 1 << 6,
+  LOG_SUB_ALGO = 1 << 7,
+  LOG_SUB_ALL = 0xffff
+};
+
+/* True when a message of this level and subsystem would be written (cheap; use before building
+ * expensive arguments). */
+int log_enabled(log_level_t level, int subsys);
+
+/* Writes one line: "host:pid:tid [rank] LEVEL SUBSYS message". */
+void log_msg(log_level_t level, int subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The rank shown in log lines of this process (-1: none yet). */
+void log_set_rank(int rank);
+
+#define LOG_WARN_(sub, ...) log_msg(LOG_WARN, (sub), __VA_ARGS__)
+#define LOG_INFO_(sub, ...)                                           \
+  do {                                                                \
+    if (log_enabled(LOG_INFO, (sub))) log_msg(LOG_INFO, (sub), __VA_ARGS__); \
+  } while (0)
+#define LOG_DEBUG_(sub, ...)                                            \
+  do {                                                                  \
+    if (log_enabled(LOG_DEBUG, (sub))) log_msg(LOG_DEBUG, (sub), __VA_ARGS__); \
+  } while (0)
+#define LOG_TRACE_(sub, ...)                                            \
+  do {                                                                  \
+    if (log_enabled(LOG_TRACE, (sub))) log_msg(LOG_TRACE, (sub), __VA_ARGS__); \
+  } while (0)
+
+#endif /* MPP_UTIL_LOG_H_ */
