@@ -1,5 +1,4 @@
 /* err.c - result strings and the per-thread last-error message. */
-#define _GNU_SOURCE
 #include "util/err.h"
 
 #include <stdarg.h>

@@ -1,5 +1,4 @@
 /* log.c - the logger behind log.h, and the public log handler hooks. */
-#define _GNU_SOURCE
 #include "util/log.h"
 
 #include <pthread.h>

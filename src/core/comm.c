@@ -1,0 +1,169 @@
+/* comm.c - creating and tearing down communicators; the bootstrap entry points of the C API. */
+#include "core/comm.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/comm_internal.h"
+#include "sys/gpu.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+
+static atomic_int conn_timeout_s; /* mscclppSetBootstrapConnTimeout; 0 = use the parameter */
+
+mscclppResult_t mscclppSetBootstrapConnTimeout(int timeout) {
+  err_clear();
+  MPP_CHECK_ARG(timeout > 0, "mscclppSetBootstrapConnTimeout: timeout %d s is not positive", timeout);
+  atomic_store(&conn_timeout_s, timeout);
+  return mscclppSuccess;
+}
+
+/* Copies the caller's config (which may be older and smaller than ours) over the defaults. */
+static mscclppResult_t config_read(const mscclppConfig_t* user, mscclppConfig_t* out) {
+  mscclppConfig_t defaults = MSCCLPP_CONFIG_INITIALIZER;
+  *out = defaults;
+  if (!user) return mscclppSuccess;
+  if (user->magic != MSCCLPP_CONFIG_MAGIC)
+    return MPP_ERR(mscclppInvalidArgument, "config: magic 0x%x is wrong (initialize with MSCCLPP_CONFIG_INITIALIZER)",
+                   user->magic);
+  if (user->size < offsetof(mscclppConfig_t, rankKind))
+    return MPP_ERR(mscclppInvalidArgument, "config: size %zu is too small", user->size);
+  memcpy(out, user, user->size < sizeof(*out) ? user->size : sizeof(*out));
+  out->size = sizeof(*out);
+  return mscclppSuccess;
+}
+
+/* Decides CPU or GPU for this rank and, for GPU ranks, the device. */
+static mscclppResult_t choose_kind(const mscclppConfig_t* cfg, int default_dev, int* kind, int* dev) {
+  int k = cfg->rankKind;
+  if (k == mscclppRankAuto) {
+    const char* p = param_str(PARAM_RANK_KIND);
+    if (strcasecmp(p, "cpu") == 0)
+      k = mscclppRankCpu;
+    else if (strcasecmp(p, "gpu") == 0)
+      k = mscclppRankGpu;
+    else if (strcasecmp(p, "auto") == 0)
+      k = gpu_count() > 0 ? mscclppRankGpu : mscclppRankCpu;
+    else
+      return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_RANK_KIND=\"%s\": expected auto, cpu or gpu", p);
+  }
+  if (k != mscclppRankCpu && k != mscclppRankGpu) return MPP_ERR(mscclppInvalidArgument, "config: rankKind %d is unknown", k);
+  *kind = k;
+  *dev = -1;
+  if (k == mscclppRankCpu) return mscclppSuccess;
+  int want = cfg->cudaDevice >= 0 ? cfg->cudaDevice : default_dev;
+  if (want >= 0) MPP_CHECK(gpu_set_device(want));
+  return gpu_current_device(dev);
+}
+
+static int timeout_ms_for(const mscclppConfig_t* cfg) {
+  if (cfg->bootstrapTimeoutMs > 0) return cfg->bootstrapTimeoutMs;
+  int s = atomic_load(&conn_timeout_s);
+  int64_t secs = s > 0 ? s : param_int(PARAM_BOOTSTRAP_TIMEOUT);
+  if (secs <= 0) secs = 1;
+  return secs > 2000000 ? 2000000000 : (int)(secs * 1000);
+}
+
+/* Joins the bootstrap, exchanges peer information and starts the transports. */
+static mscclppResult_t comm_setup(struct mscclppComm* c, const mscclppUniqueId* id) {
+  MPP_CHECK(bootstrap_init(id, c->rank, c->nranks, c->timeout_ms, &c->boot));
+  c->peers = calloc((size_t)c->nranks, sizeof(*c->peers));
+  if (!c->peers) return MPP_ERR(mscclppSystemError, "out of memory for %d peer entries", c->nranks);
+  MPP_CHECK(comm_fill_peer_info(c, &c->peers[c->rank]));
+  MPP_CHECK(bootstrap_allgather(c->boot, c->peers, sizeof(*c->peers)));
+  MPP_CHECK(comm_adopt_peer_info(c));
+  return transports_init(c);
+}
+
+static void comm_free(struct mscclppComm* c, int abort) {
+  if (c->tstate) transports_fini(c, abort);
+  if (c->boot) {
+    if (abort) bootstrap_abort(c->boot);
+    bootstrap_destroy(c->boot);
+  }
+  free(c->peers);
+  free(c);
+}
+
+/* The one init path behind every public init function. */
+static mscclppResult_t comm_init(mscclppComm_t* out, int nranks, const mscclppUniqueId* id, int rank,
+                                 const mscclppConfig_t* user_cfg, int default_dev) {
+  MPP_CHECK_ARG(out != NULL, "communicator init: comm is NULL");
+  *out = NULL;
+  MPP_CHECK_ARG(nranks >= 1, "communicator init: nranks %d must be at least 1", nranks);
+  MPP_CHECK_ARG(rank >= 0 && rank < nranks, "communicator init: rank %d is outside 0..%d", rank, nranks - 1);
+  mscclppConfig_t cfg;
+  MPP_CHECK(config_read(user_cfg, &cfg));
+  struct mscclppComm* c = calloc(1, sizeof(*c));
+  if (!c) return MPP_ERR(mscclppSystemError, "out of memory for a communicator");
+  c->rank = rank;
+  c->nranks = nranks;
+  c->timeout_ms = timeout_ms_for(&cfg);
+  log_set_rank(rank);
+  mscclppResult_t res;
+  MPP_CHECK_GOTO(choose_kind(&cfg, default_dev, &c->kind, &c->cuda_dev), res, fail);
+  MPP_CHECK_GOTO(comm_setup(c, id), res, fail);
+  LOG_INFO_(LOG_SUB_INIT, "rank %d/%d ready: %s rank%s%d, local %d/%d, comm id %016llx", rank, nranks,
+            c->kind == mscclppRankGpu ? "GPU" : "CPU", c->kind == mscclppRankGpu ? " on device " : " ",
+            c->kind == mscclppRankGpu ? c->cuda_dev : rank, c->local_rank, c->local_size,
+            (unsigned long long)c->comm_id);
+  *out = c;
+  return mscclppSuccess;
+fail:
+  comm_free(c, 1);
+  return res;
+}
+
+mscclppResult_t mscclppGetUniqueId(mscclppUniqueId* uniqueId) {
+  err_clear();
+  MPP_CHECK_ARG(uniqueId != NULL, "mscclppGetUniqueId: uniqueId is NULL");
+  return bootstrap_unique_id(uniqueId);
+}
+
+mscclppResult_t mscclppCommInitRank(mscclppComm_t* comm, int nranks, const char* ipPortPair, int rank) {
+  err_clear();
+  MPP_CHECK_ARG(ipPortPair != NULL, "mscclppCommInitRank: ipPortPair is NULL");
+  mscclppUniqueId id;
+  MPP_CHECK(bootstrap_id_from_address(ipPortPair, rank, &id));
+  return comm_init(comm, nranks, &id, rank, NULL, -1);
+}
+
+mscclppResult_t mscclppCommInitRankFromId(mscclppComm_t* comm, int nranks, mscclppUniqueId id, int rank) {
+  err_clear();
+  return comm_init(comm, nranks, &id, rank, NULL, -1);
+}
+
+mscclppResult_t mscclppCommInitRankConfig(mscclppComm_t* comm, int nranks, mscclppUniqueId id, int rank,
+                                          const mscclppConfig_t* config) {
+  err_clear();
+  return comm_init(comm, nranks, &id, rank, config, -1);
+}
+
+mscclppResult_t mscclppCommInitFromEnv(mscclppComm_t* comm, const mscclppConfig_t* config) {
+  err_clear();
+  struct launch_env env;
+  MPP_CHECK(launch_env_read(&env));
+  mscclppUniqueId id;
+  MPP_CHECK(bootstrap_id_from_address(env.root, env.rank, &id));
+  int ngpus = gpu_count();
+  int dev = (env.local_rank >= 0 && ngpus > 0) ? env.local_rank % ngpus : -1;
+  return comm_init(comm, env.nranks, &id, env.rank, config, dev);
+}
+
+mscclppResult_t mscclppCommDestroy(mscclppComm_t comm) {
+  err_clear();
+  COMM_CHECK(comm);
+  comm_free(comm, 0);
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppCommAbort(mscclppComm_t comm) {
+  err_clear();
+  COMM_CHECK(comm);
+  comm_free(comm, 1);
+  return mscclppSuccess;
+}

@@ -1,0 +1,19 @@
+/* gpu.h - the few facts about this process's GPU that the communicator needs, answered without
+ * CUDA in CPU-only builds. */
+#ifndef MPP_SYS_GPU_H_
+#define MPP_SYS_GPU_H_
+
+#include <stddef.h>
+
+#include <mscclpp/core.h>
+
+/* Number of visible CUDA devices (0 without CUDA, driver or devices). */
+int gpu_count(void);
+/* The calling thread's current device; fails when there is none. */
+mscclppResult_t gpu_current_device(int* dev);
+/* Makes dev current for the calling thread. */
+mscclppResult_t gpu_set_device(int dev);
+/* Writes dev's PCI bus id ("0000:3b:00.0") into buf. */
+mscclppResult_t gpu_bus_id(int dev, char* buf, size_t len);
+
+#endif /* MPP_SYS_GPU_H_ */
