@@ -1,0 +1,221 @@
+/* connection.c - the public connection API: the pairwise handshake that makes both ranks agree on
+ * the transport, argument checks, and dispatch to the transport's ops. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/comm.h"
+#include "core/connection.h"
+#include "transport/transport.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#define CONN_MAGIC 0x4e4f434du /* "MCON" */
+
+/* What each side of a new connection tells the other. */
+struct conn_hello {
+  uint32_t magic;
+  int32_t rank;
+  uint64_t comm_id;
+  int32_t tag;
+  int32_t transport; /* resolved transport, or -1 when this side could not resolve it */
+};
+
+mscclppResult_t boot_swap(struct mscclppComm* comm, int peer, int tag, const void* mine, void* theirs, size_t size) {
+  if (comm->rank < peer) {
+    MPP_CHECK(bootstrap_send(comm->boot, peer, tag, mine, size));
+    return bootstrap_recv(comm->boot, peer, tag, theirs, size);
+  }
+  MPP_CHECK(bootstrap_recv(comm->boot, peer, tag, theirs, size));
+  return bootstrap_send(comm->boot, peer, tag, mine, size);
+}
+
+/* Resolves the transport and checks that the peer resolved the same, with the same tag. The
+ * hello is sent even when this side cannot resolve, so that the peer fails at once too. */
+static mscclppResult_t agree(struct mscclppComm* comm, int peer, int tag, mscclppTransport_t want, mscclppTransport_t* out) {
+  mscclppTransport_t t = mscclppTransportAuto;
+  mscclppResult_t local = transport_resolve(comm, peer, want, &t);
+  struct conn_hello mine = {.magic = CONN_MAGIC, .rank = comm->rank, .comm_id = comm->comm_id, .tag = tag,
+                            .transport = local == mscclppSuccess ? (int32_t)t : -1};
+  struct conn_hello theirs;
+  /* Every connection of a pair swaps its hello under the same bootstrap tag (not one derived from
+   * the connection's tag), so that the two sides calling with different tags, or creating a pair's
+   * connections in different orders, is an error on both at once instead of two waits that time
+   * out. */
+  MPP_CHECK(boot_swap(comm, peer, boot_tag(BOOT_TAG_CONN, 0), &mine, &theirs, sizeof(mine)));
+  if (local != mscclppSuccess) return local;
+  if (theirs.magic != CONN_MAGIC || theirs.rank != peer || theirs.comm_id != comm->comm_id)
+    return MPP_ERR(mscclppRemoteError, "connection handshake with rank %d: malformed reply", peer);
+  if (theirs.tag != tag)
+    return MPP_ERR(mscclppInvalidUsage, "connection to rank %d: this rank uses tag %d, the peer tag %d", peer, tag, theirs.tag);
+  if (theirs.transport < 0)
+    return MPP_ERR(mscclppInvalidUsage, "connection to rank %d (tag %d): the peer cannot use transport %s (see its log)",
+                   peer, tag, transport_name(t));
+  if (theirs.transport != (int32_t)t)
+    return MPP_ERR(mscclppInvalidUsage, "connection to rank %d (tag %d): this rank resolved transport %s, the peer %s", peer,
+                   tag, transport_name(t), transport_name((mscclppTransport_t)theirs.transport));
+  *out = t;
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppConnectionCreate(mscclppComm_t comm, int peer, int tag, mscclppTransport_t transport,
+                                        mscclppConnection_t* conn) {
+  err_clear();
+  COMM_CHECK(comm);
+  MPP_CHECK_ARG(conn != NULL, "mscclppConnectionCreate: conn is NULL");
+  MPP_CHECK_ARG(peer >= 0 && peer < comm->nranks && peer != comm->rank,
+                "mscclppConnectionCreate: peer %d is not another rank of [0, %d) (this rank is %d)", peer, comm->nranks,
+                comm->rank);
+  MPP_CHECK_ARG(transport >= mscclppTransportP2P && transport <= mscclppTransportAuto,
+                "mscclppConnectionCreate: unknown transport %d", (int)transport);
+  mscclppTransport_t t = mscclppTransportAuto;
+  MPP_CHECK(agree(comm, peer, tag, transport, &t));
+  struct mscclppConnection* c = calloc(1, sizeof(*c));
+  if (c == NULL) return MPP_ERR(mscclppSystemError, "mscclppConnectionCreate: out of host memory");
+  *c = (struct mscclppConnection){.comm = comm, .ops = transport_get(t), .transport = t, .peer = peer, .tag = tag};
+  list_init(&c->link);
+  mscclppResult_t res = c->ops->connect(c);
+  if (res != mscclppSuccess) {
+    free(c);
+    return res;
+  }
+  tstate_track(comm, &comm->tstate->conns, &c->link);
+  LOG_INFO_(LOG_SUB_TRANSPORT, "connected rank %d with rank %d (tag %d) over %s", comm->rank, peer, tag, c->ops->name);
+  *conn = c;
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppConnectionTransport(mscclppConnection_t conn, mscclppTransport_t* transport) {
+  err_clear();
+  MPP_CHECK_ARG(conn != NULL && transport != NULL, "mscclppConnectionTransport: NULL argument");
+  *transport = conn->transport;
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppConnectionPeer(mscclppConnection_t conn, int* peer) {
+  err_clear();
+  MPP_CHECK_ARG(conn != NULL && peer != NULL, "mscclppConnectionPeer: NULL argument");
+  *peer = conn->peer;
+  return mscclppSuccess;
+}
+
+/* Why dst, though a valid buffer of the peer, cannot be reached through conn here; NULL if it can. */
+static const char* unreachable(const struct mscclppConnection* conn, const struct mscclppRegMem* dst) {
+  switch (conn->transport) {
+    case mscclppTransportTCP:
+      return (dst->d.transports & TRANSPORT_BIT(mscclppTransportTCP)) ? NULL : "it offers no tcp region";
+    case mscclppTransportSHM:
+      return dst->ptr != NULL ? NULL
+                              : "it is not shared memory (plain host memory is reachable over tcp only); allocate it "
+                                "with mscclppMemAlloc(mscclppMemHost)";
+    default:
+      return dst->ptr != NULL ? NULL
+                              : "it is not mapped here (P2P needs cudaMalloc/cuMem memory or mscclppMemAlloc memory of a "
+                                "rank of this host, imported by a GPU rank)";
+  }
+}
+
+mscclppResult_t connection_check_dst(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                     uint64_t size) {
+  const char* tn = transport_name(conn->transport);
+  if (dst == NULL) return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: destination is NULL", tn, conn->peer);
+  if (dst->comm != conn->comm)
+    return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: destination belongs to another communicator", tn,
+                   conn->peer);
+  if (dst->local || dst->d.owner != conn->peer)
+    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: destination is rank %d's memory, not the peer's", tn,
+                   conn->peer, dst->d.owner);
+  if (dst_off > dst->d.size || size > dst->d.size - dst_off)
+    return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: %llu bytes at offset %llu exceed its %llu-byte buffer",
+                   tn, conn->peer, (unsigned long long)size, (unsigned long long)dst_off,
+                   (unsigned long long)dst->d.size);
+  const char* why = unreachable(conn, dst);
+  if (why != NULL)
+    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: cannot reach its buffer: %s", tn, conn->peer, why);
+  return mscclppSuccess;
+}
+
+static mscclppResult_t check_src(struct mscclppConnection* conn, struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+  if (src == NULL || src->comm != conn->comm || !src->local)
+    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: source must be memory this rank registered in this communicator",
+                   transport_name(conn->transport), conn->peer);
+  if (src_off > src->d.size || size > src->d.size - src_off)
+    return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: %llu source bytes at offset %llu exceed the %llu-byte buffer",
+                   transport_name(conn->transport), conn->peer, (unsigned long long)size, (unsigned long long)src_off,
+                   (unsigned long long)src->d.size);
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppConnectionWrite(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
+                                       mscclppRegMem_t src, uint64_t srcOffset, uint64_t size) {
+  err_clear();
+  MPP_CHECK_ARG(conn != NULL, "mscclppConnectionWrite: conn is NULL");
+  MPP_CHECK(connection_check_dst(conn, dst, dstOffset, size));
+  MPP_CHECK(check_src(conn, src, srcOffset, size));
+  return conn->ops->write(conn, dst, dstOffset, src, srcOffset, size);
+}
+
+mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
+                                               uint64_t* src, uint64_t newValue) {
+  err_clear();
+  MPP_CHECK_ARG(conn != NULL && src != NULL, "mscclppConnectionUpdateAndSync: conn or src is NULL");
+  MPP_CHECK_ARG(dstOffset % 8 == 0, "mscclppConnectionUpdateAndSync: offset %llu is not 8-byte aligned",
+                (unsigned long long)dstOffset);
+  MPP_CHECK(connection_check_dst(conn, dst, dstOffset, 8));
+  if (dst->ptr != NULL && conn->transport != mscclppTransportTCP && ((uintptr_t)dst->ptr + dstOffset) % 8 != 0)
+    return MPP_ERR(mscclppInvalidArgument, "mscclppConnectionUpdateAndSync: rank %d's word at offset %llu is not 8-byte aligned",
+                   conn->peer, (unsigned long long)dstOffset);
+  *src = newValue;
+  return conn->ops->update_and_sync(conn, dst, dstOffset, newValue);
+}
+
+mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeoutMs) {
+  err_clear();
+  MPP_CHECK_ARG(conn != NULL, "mscclppConnectionFlush: conn is NULL");
+  int64_t timeout = timeoutMs < 0 ? param_int(PARAM_FLUSH_TIMEOUT) : timeoutMs;
+  const int64_t max_ms = 1ll << 40; /* about 35 years: keeps the deadline arithmetic in range */
+  return conn->ops->flush(conn, timeout > max_ms ? max_ms : timeout);
+}
+
+void connection_free(struct mscclppConnection* conn, int abort) {
+  if (conn == NULL) return;
+  tstate_untrack(conn->comm, &conn->link);
+  conn->ops->close(conn, abort);
+  free(conn);
+}
+
+mscclppResult_t mscclppConnectionDestroy(mscclppConnection_t conn) {
+  err_clear();
+  MPP_CHECK_ARG(conn != NULL, "mscclppConnectionDestroy: conn is NULL");
+  if (conn->nsems > 0)
+    return MPP_ERR(mscclppInvalidUsage, "mscclppConnectionDestroy: %d host semaphores still use the connection to rank %d",
+                   conn->nsems, conn->peer);
+  connection_free(conn, 0);
+  return mscclppSuccess;
+}
+
+/* True when process pid is known to have exited: no such process, or a zombie not yet reaped. */
+static int pid_gone(int pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  char path[64], buf[256];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* f = fopen(path, "re");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char* paren = strrchr(buf, ')'); /* "pid (comm) S ...": the state follows the last ')' */
+  return paren != NULL && paren[1] == ' ' && paren[2] == 'Z';
+}
+
+mscclppResult_t connection_peer_alive(struct mscclppConnection* conn) {
+  if (conn->ops->status != NULL) MPP_CHECK(conn->ops->status(conn));
+  const struct peer_info* p = &conn->comm->peers[conn->peer];
+  if (same_host(conn->comm, conn->peer) && p->pid > 0 && pid_gone(p->pid))
+    return MPP_ERR(mscclppRemoteError, "rank %d (pid %d) has exited", conn->peer, p->pid);
+  return mscclppSuccess;
+}

@@ -1,0 +1,158 @@
+/* regblob.c - the serialized form of a registered buffer and its validation.
+ *
+ * Layout (little endian, REGBLOB_BYTES = 168 bytes):
+ *   0  u32 magic "MPRM"        4 u16 version        6 u16 blob length (168)
+ *   8  u64 comm id            16 i32 owner rank    20 i32 owner pid
+ *  24  u64 owner host hash    32 u32 transports    36 i32 kind (enum mem_kind)
+ *  40  i32 owner cuda device  44 u32 reserved (0)  48 u64 size
+ *  56  u64 allocation size    64 u64 offset in the allocation
+ *  72  u64 tcp region id      80 u64 fd export id  88 u64 fd export key
+ *  96  64 bytes cudaIpcMemHandle_t
+ * 160  u64 FNV-1a checksum of bytes [0, 160)
+ * A blob is only ever trusted after regblob_decode has checked every field. */
+#include <string.h>
+
+#include <mscclpp/connection.h>
+
+#include "core/regmem.h"
+#include "util/err.h"
+
+#define OFF_CHECKSUM 160
+
+_Static_assert(REGBLOB_BYTES <= MSCCLPP_REGMEM_BLOB_BYTES, "blob must fit MSCCLPP_REGMEM_BLOB_BYTES");
+_Static_assert(OFF_CHECKSUM + 8 == REGBLOB_BYTES, "checksum is the last field");
+
+static void put16(uint8_t* p, uint16_t v) {
+  for (int i = 0; i < 2; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint16_t get16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t get32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+static uint64_t get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+static uint64_t fnv1a(const uint8_t* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+void regblob_encode(const struct regmem_desc* d, uint8_t out[REGBLOB_BYTES]) {
+  memset(out, 0, REGBLOB_BYTES);
+  put32(out + 0, REGBLOB_MAGIC);
+  put16(out + 4, REGBLOB_VERSION);
+  put16(out + 6, REGBLOB_BYTES);
+  put64(out + 8, d->comm_id);
+  put32(out + 16, (uint32_t)d->owner);
+  put32(out + 20, (uint32_t)d->pid);
+  put64(out + 24, d->host_hash);
+  put32(out + 32, d->transports);
+  put32(out + 36, (uint32_t)d->kind);
+  put32(out + 40, (uint32_t)d->cuda_dev);
+  put64(out + 48, d->size);
+  put64(out + 56, d->alloc_size);
+  put64(out + 64, d->alloc_offset);
+  put64(out + 72, d->region_id);
+  put64(out + 80, d->fd_id);
+  put64(out + 88, d->fd_key);
+  memcpy(out + 96, d->ipc_handle, REGBLOB_IPC_HANDLE_BYTES);
+  put64(out + OFF_CHECKSUM, fnv1a(out, OFF_CHECKSUM));
+}
+
+/* Checks the envelope: length, magic, version, checksum and communicator. */
+static mscclppResult_t check_envelope(const uint8_t* b, size_t len, uint64_t comm_id) {
+  if (len < 8) return MPP_ERR(mscclppInvalidArgument, "registered-memory blob truncated: %zu bytes", len);
+  if (get32(b) != REGBLOB_MAGIC)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob has a wrong magic 0x%08x (expected 0x%08x)", get32(b),
+                   REGBLOB_MAGIC);
+  if (get16(b + 4) != REGBLOB_VERSION)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob version %u is not supported (this library: %u)",
+                   get16(b + 4), REGBLOB_VERSION);
+  if (get16(b + 6) != REGBLOB_BYTES || len < REGBLOB_BYTES)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob truncated or malformed: %zu bytes given, header says %u, need %d",
+                   len, get16(b + 6), REGBLOB_BYTES);
+  if (get64(b + OFF_CHECKSUM) != fnv1a(b, OFF_CHECKSUM))
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob checksum mismatch (corrupted in transit?)");
+  if (get64(b + 8) != comm_id)
+    return MPP_ERR(mscclppInvalidArgument,
+                   "registered-memory blob belongs to communicator %016llx, not this one (%016llx)",
+                   (unsigned long long)get64(b + 8), (unsigned long long)comm_id);
+  return mscclppSuccess;
+}
+
+static void decode_fields(const uint8_t* b, struct regmem_desc* d) {
+  d->comm_id = get64(b + 8);
+  d->owner = (int32_t)get32(b + 16);
+  d->pid = (int32_t)get32(b + 20);
+  d->host_hash = get64(b + 24);
+  d->transports = get32(b + 32);
+  d->kind = (int32_t)get32(b + 36);
+  d->cuda_dev = (int32_t)get32(b + 40);
+  d->size = get64(b + 48);
+  d->alloc_size = get64(b + 56);
+  d->alloc_offset = get64(b + 64);
+  d->region_id = get64(b + 72);
+  d->fd_id = get64(b + 80);
+  d->fd_key = get64(b + 88);
+  memcpy(d->ipc_handle, b + 96, REGBLOB_IPC_HANDLE_BYTES);
+}
+
+/* Which transports may be offered for each kind of memory. */
+static uint32_t allowed_transports(int kind) {
+  uint32_t tcp = TRANSPORT_BIT(mscclppTransportTCP);
+  switch (kind) {
+    case MEM_KIND_HOST: return tcp;
+    case MEM_KIND_HOST_SHM: return tcp | TRANSPORT_BIT(mscclppTransportSHM);
+    default: return tcp | TRANSPORT_BIT(mscclppTransportP2P);
+  }
+}
+
+/* Checks the fields against each other: kind, transports, sizes and offsets. */
+static mscclppResult_t check_fields(const struct regmem_desc* d, int nranks) {
+  if (d->owner < 0 || d->owner >= nranks)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob: owner rank %d out of range [0, %d)", d->owner, nranks);
+  if (d->pid <= 0) return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: bad pid %d", d->owner, d->pid);
+  if (d->kind < 0 || d->kind >= MEM_KIND_COUNT)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: unknown memory kind %d", d->owner, d->kind);
+  if (d->transports == 0 || (d->transports & ~allowed_transports(d->kind)) != 0)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: transports 0x%x impossible for memory kind %d",
+                   d->owner, d->transports, d->kind);
+  if (mem_kind_is_device(d->kind) ? d->cuda_dev < 0 : d->cuda_dev != -1)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: cuda device %d wrong for memory kind %d",
+                   d->owner, d->cuda_dev, d->kind);
+  if (d->size == 0 || d->size > (1ull << 48))
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: size %llu out of range", d->owner,
+                   (unsigned long long)d->size);
+  if (d->kind != MEM_KIND_HOST &&
+      (d->alloc_size > (1ull << 48) || d->alloc_offset > d->alloc_size || d->size > d->alloc_size - d->alloc_offset))
+    return MPP_ERR(mscclppInvalidArgument,
+                   "registered-memory blob of rank %d: size overflow: %llu bytes at offset %llu of a %llu-byte allocation",
+                   d->owner, (unsigned long long)d->size, (unsigned long long)d->alloc_offset,
+                   (unsigned long long)d->alloc_size);
+  if ((d->transports & TRANSPORT_BIT(mscclppTransportTCP)) && d->region_id == 0)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: tcp offered without a region id", d->owner);
+  return mscclppSuccess;
+}
+
+mscclppResult_t regblob_decode(const void* blob, size_t len, uint64_t comm_id, int nranks, struct regmem_desc* d) {
+  if (blob == NULL) return MPP_ERR(mscclppInvalidArgument, "registered-memory blob is NULL");
+  const uint8_t* b = blob;
+  MPP_CHECK(check_envelope(b, len, comm_id));
+  struct regmem_desc tmp;
+  decode_fields(b, &tmp);
+  MPP_CHECK(check_fields(&tmp, nranks));
+  *d = tmp;
+  return mscclppSuccess;
+}

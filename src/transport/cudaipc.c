@@ -1,0 +1,324 @@
+/* cudaipc.c - the P2P transport: GPU memory between processes of one host. cudaMalloc memory is
+ * shared with a legacy CUDA IPC handle of its allocation base (plus the offset into it); cuMem
+ * memory by its POSIX fd, passed through the fd service and mapped into a reserved range here.
+ * Writes are cudaMemcpyAsync on the connection's own non-blocking stream; flush polls that stream
+ * against a deadline. Without CUDA in the build the transport exports and imports nothing and its
+ * connections are refused. */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sys/cudawrap.h"
+#include "transport/fdpass.h"
+#include "transport/transport.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/timeutil.h"
+
+#if MSCCLPP_HAVE_CUDA
+
+struct cuda_conn {
+  cudaStream_t stream; /* non-blocking: the connection's copies, in issue order */
+  cudaEvent_t fence;   /* recorded on the legacy default stream before each copy (see after_default) */
+  int dev;
+};
+
+/* Makes the connection's stream wait for everything queued so far on this device's legacy default
+ * stream (cudaMemcpy from pageable memory, cudaMemset, kernels launched without a stream), so that
+ * a write copies the data that work produced and a signal follows it. Work on the caller's own
+ * streams is the caller's to synchronize. Host-side it does not block. */
+static cudaError_t after_default(struct cuda_conn* c) {
+  cudaError_t e = cudaEventRecord(c->fence, cudaStreamLegacy);
+  return e == cudaSuccess ? cudaStreamWaitEvent(c->stream, c->fence, 0) : e;
+}
+
+/* Makes dev the calling thread's current device; returns the previous one for dev_leave. */
+static int dev_enter(int dev) {
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  if (dev >= 0 && prev != dev) (void)cudaSetDevice(dev);
+  return prev;
+}
+static void dev_leave(int prev, int dev) {
+  if (prev >= 0 && prev != dev) (void)cudaSetDevice(prev);
+}
+
+/* Exports cuMem memory: its allocation handle as a POSIX fd through the fd service. Memory whose
+ * allocation was not created exportable stays reachable over tcp only. */
+static mscclppResult_t export_vmm(struct mscclppRegMem* mem) {
+  CUmemGenericAllocationHandle h;
+  CU_CHECK(cu.cuMemRetainAllocationHandle(&h, mem->ptr));
+  int fd = -1;
+  CUresult r = cu.cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  cu.cuMemRelease(h); /* drops the reference the retain took */
+  if (r != CUDA_SUCCESS) {
+    LOG_INFO_(LOG_SUB_MEM, "cuMem memory %p is not exportable as a POSIX fd (error %d); reachable over tcp only",
+              mem->ptr, (int)r);
+    return mscclppSuccess;
+  }
+  MPP_CHECK(fd_service_add(mem->comm->tstate->fds, fd, mem->d.alloc_size, &mem->d.fd_id, &mem->d.fd_key));
+  mem->d.transports |= TRANSPORT_BIT(mscclppTransportP2P);
+  return mscclppSuccess;
+}
+
+static mscclppResult_t cuda_export(struct mscclppRegMem* mem, const struct mem_info* info) {
+  if (info->kind == MEM_KIND_CUDA_VMM) return export_vmm(mem);
+  if (info->kind != MEM_KIND_CUDA_IPC) return mscclppSuccess;
+  cudaIpcMemHandle_t h;
+  _Static_assert(sizeof(h) == REGBLOB_IPC_HANDLE_BYTES, "cudaIpcMemHandle_t size");
+  CUDA_CHECK(cudaIpcGetMemHandle(&h, info->base));
+  memcpy(mem->d.ipc_handle, &h, sizeof(h));
+  mem->d.transports |= TRANSPORT_BIT(mscclppTransportP2P);
+  return mscclppSuccess;
+}
+
+static void cuda_unexport(struct mscclppRegMem* mem) {
+  if (mem->d.kind == MEM_KIND_CUDA_VMM) fd_service_remove(mem->comm->tstate->fds, mem->d.fd_id);
+}
+
+/* Opens a peer's cudaMalloc allocation and checks it is as large as the blob says. */
+static mscclppResult_t import_legacy(struct mscclppRegMem* mem) {
+  const struct regmem_desc* d = &mem->d;
+  cudaIpcMemHandle_t h;
+  memcpy(&h, d->ipc_handle, sizeof(h));
+  void* base = NULL;
+  cudaError_t ce = cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess);
+  if (ce != cudaSuccess) return cuda_error(ce, "cudaIpcOpenMemHandle of a peer's cudaMalloc buffer", __FILE__, __LINE__);
+  CUdeviceptr rbase = 0;
+  size_t rsize = 0;
+  if (cu.cuMemGetAddressRange(&rbase, &rsize, (CUdeviceptr)base) != CUDA_SUCCESS || d->alloc_offset > rsize ||
+      d->size > rsize - d->alloc_offset) {
+    cudaIpcCloseMemHandle(base);
+    return MPP_ERR(mscclppRemoteError, "p2p: rank %d's allocation has %zu bytes, its blob claims %llu at offset %llu",
+                   d->owner, rsize, (unsigned long long)d->size, (unsigned long long)d->alloc_offset);
+  }
+  mem->map_base = base;
+  mem->ptr = (char*)base + d->alloc_offset;
+  return mscclppSuccess;
+}
+
+/* Maps a peer's cuMem allocation (fd fetched from its fd service) for this rank's device. */
+static mscclppResult_t import_vmm(struct mscclppRegMem* mem) {
+  struct mscclppComm* comm = mem->comm;
+  const struct regmem_desc* d = &mem->d;
+  int fd = -1;
+  uint64_t exported = 0;
+  MPP_CHECK(fd_fetch(comm->comm_id, comm->rank, d->owner, d->fd_id, d->fd_key, comm->timeout_ms, &fd, &exported));
+  if (exported != d->alloc_size) {
+    close(fd);
+    return MPP_ERR(mscclppRemoteError, "p2p: rank %d exported %llu bytes, its blob claims %llu", d->owner,
+                   (unsigned long long)exported, (unsigned long long)d->alloc_size);
+  }
+  CUmemGenericAllocationHandle h;
+  CUresult r = cu.cuMemImportFromShareableHandle(&h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  close(fd);
+  if (r != CUDA_SUCCESS) return cu_error(r, "cuMemImportFromShareableHandle of a peer's cuMem buffer", __FILE__, __LINE__);
+  CUdeviceptr va = 0;
+  size_t len = (size_t)d->alloc_size;
+  r = cu.cuMemAddressReserve(&va, len, 0, 0, 0);
+  if (r != CUDA_SUCCESS) goto err_release;
+  r = cu.cuMemMap(va, len, 0, h, 0);
+  if (r != CUDA_SUCCESS) goto err_free_va;
+  CUmemAccessDesc access = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = comm->cuda_dev},
+                            .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  r = cu.cuMemSetAccess(va, len, &access, 1);
+  if (r != CUDA_SUCCESS) goto err_unmap;
+  mem->map_base = (void*)va;
+  mem->map_len = len;
+  mem->cu_handle = (uint64_t)h;
+  mem->ptr = (char*)va + d->alloc_offset;
+  return mscclppSuccess;
+err_unmap:
+  cu.cuMemUnmap(va, len);
+err_free_va:
+  cu.cuMemAddressFree(va, len);
+err_release:
+  cu.cuMemRelease(h);
+  return cu_error(r, "p2p: mapping a peer's cuMem buffer", __FILE__, __LINE__);
+}
+
+static mscclppResult_t cuda_import(struct mscclppRegMem* mem) {
+  struct mscclppComm* comm = mem->comm;
+  if (!same_host(comm, mem->d.owner) || comm->kind != mscclppRankGpu || comm->cuda_dev < 0 || !cu_available())
+    return mscclppSuccess; /* not reachable from here: the buffer stays unmapped */
+  int prev = dev_enter(comm->cuda_dev);
+  mscclppResult_t res = mem->d.kind == MEM_KIND_CUDA_VMM ? import_vmm(mem) : import_legacy(mem);
+  dev_leave(prev, comm->cuda_dev);
+  if (res == mscclppSuccess) mem->is_device = 1;
+  return res;
+}
+
+static void cuda_unimport(struct mscclppRegMem* mem) {
+  if (mem->map_base == NULL) return;
+  if (mem->d.kind == MEM_KIND_CUDA_VMM) {
+    CUdeviceptr va = (CUdeviceptr)mem->map_base;
+    cu.cuMemUnmap(va, mem->map_len);
+    cu.cuMemAddressFree(va, mem->map_len);
+    cu.cuMemRelease((CUmemGenericAllocationHandle)mem->cu_handle);
+  } else {
+    cudaIpcCloseMemHandle(mem->map_base);
+  }
+  mem->map_base = NULL;
+  mem->ptr = NULL;
+}
+
+static mscclppResult_t cuda_connect(struct mscclppConnection* conn) {
+  struct mscclppComm* comm = conn->comm;
+  if (!cu_available() || comm->cuda_dev < 0)
+    return MPP_ERR(mscclppInvalidUsage, "p2p connection to rank %d: this rank has no usable CUDA device", conn->peer);
+  struct cuda_conn* c = calloc(1, sizeof(*c));
+  if (c == NULL) return MPP_ERR(mscclppSystemError, "p2p: out of host memory");
+  c->dev = comm->cuda_dev;
+  int prev = dev_enter(c->dev);
+  cudaError_t ce = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+  if (ce == cudaSuccess) {
+    ce = cudaEventCreateWithFlags(&c->fence, cudaEventDisableTiming);
+    if (ce != cudaSuccess) cudaStreamDestroy(c->stream);
+  }
+  dev_leave(prev, c->dev);
+  if (ce != cudaSuccess) {
+    free(c);
+    return cuda_error(ce, "p2p: creating the connection's stream and event", __FILE__, __LINE__);
+  }
+  conn->priv = c;
+  return mscclppSuccess;
+}
+
+/* Polls the connection's stream until its work is done, or Timeout at timeout_ms. */
+static mscclppResult_t stream_wait(struct mscclppConnection* conn, int64_t timeout_ms) {
+  struct cuda_conn* c = conn->priv;
+  uint64_t start = time_now_ns(), deadline = time_deadline_ms(timeout_ms);
+  for (;;) {
+    cudaError_t ce = cudaStreamQuery(c->stream);
+    if (ce == cudaSuccess) return mscclppSuccess;
+    if (ce != cudaErrorNotReady) return cuda_error(ce, "p2p flush: cudaStreamQuery", __FILE__, __LINE__);
+    uint64_t now = time_now_ns();
+    if (now >= deadline)
+      return MPP_ERR(mscclppTimeout, "p2p flush to rank %d (tag %d): copies not done within %lld ms", conn->peer,
+                     conn->tag, (long long)timeout_ms);
+    if (now - start < 100000) sched_yield();
+    else usleep(20);
+  }
+}
+
+static mscclppResult_t cuda_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                  struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+  struct cuda_conn* c = conn->priv;
+  if (size == 0) return mscclppSuccess;
+  int prev = dev_enter(c->dev);
+  cudaError_t ce = after_default(c);
+  if (ce == cudaSuccess)
+    ce = cudaMemcpyAsync((char*)dst->ptr + dst_off, (const char*)src->ptr + src_off, (size_t)size, cudaMemcpyDefault,
+                         c->stream);
+  dev_leave(prev, c->dev);
+  if (ce != cudaSuccess) {
+    (void)cudaGetLastError();
+    return MPP_ERR(mscclppUnhandledCudaError, "p2p write of %llu bytes to rank %d (offset %llu): cudaMemcpyAsync: %s",
+                   (unsigned long long)size, conn->peer, (unsigned long long)dst_off, cudaGetErrorString(ce));
+  }
+  return mscclppSuccess;
+}
+
+/* Both orders start after the legacy default stream's work so far (after_default). GPU destination:
+ * the word is one more copy on the connection's stream, which runs after every earlier copy of the
+ * stream has completed, so the peer sees it after the data. Host destination (a host semaphore's
+ * token, mapped through shm): the stream is drained first (bounded by MSCCLPP_FLUSH_TIMEOUT), then
+ * the word is stored with release order. */
+static mscclppResult_t cuda_update(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                   uint64_t new_value) {
+  struct cuda_conn* c = conn->priv;
+  char* to = (char*)dst->ptr + dst_off;
+  int prev = dev_enter(c->dev);
+  cudaError_t ce = after_default(c);
+  dev_leave(prev, c->dev);
+  if (ce != cudaSuccess) return cuda_error(ce, "p2p update: ordering after the default stream", __FILE__, __LINE__);
+  if (!dst->is_device) {
+    MPP_CHECK(stream_wait(conn, param_int(PARAM_FLUSH_TIMEOUT)));
+    /* Release: the peer that acquire-loads the word also sees what the drained copies wrote. */
+    atomic_store_explicit((_Atomic uint64_t*)(void*)to, new_value, memory_order_release);
+    return mscclppSuccess;
+  }
+  prev = dev_enter(c->dev);
+  /* From pageable memory: the value is staged before cudaMemcpyAsync returns, so a local is fine. */
+  ce = cudaMemcpyAsync(to, &new_value, sizeof(new_value), cudaMemcpyHostToDevice, c->stream);
+  dev_leave(prev, c->dev);
+  if (ce != cudaSuccess) {
+    (void)cudaGetLastError();
+    return MPP_ERR(mscclppUnhandledCudaError, "p2p update of rank %d's word at offset %llu: cudaMemcpyAsync: %s",
+                   conn->peer, (unsigned long long)dst_off, cudaGetErrorString(ce));
+  }
+  return mscclppSuccess;
+}
+
+static mscclppResult_t cuda_flush(struct mscclppConnection* conn, int64_t timeout_ms) { return stream_wait(conn, timeout_ms); }
+
+/* Normal close drains the stream (bounded); abort destroys it at once (CUDA releases it when the
+ * queued copies are done). */
+static void cuda_close(struct mscclppConnection* conn, int abort) {
+  struct cuda_conn* c = conn->priv;
+  if (c == NULL) return;
+  if (!abort && stream_wait(conn, param_int(PARAM_FLUSH_TIMEOUT)) != mscclppSuccess)
+    log_msg(LOG_WARN, LOG_SUB_TRANSPORT, "p2p connection to rank %d closed with copies still pending", conn->peer);
+  int prev = dev_enter(c->dev);
+  cudaStreamDestroy(c->stream);
+  cudaEventDestroy(c->fence);
+  dev_leave(prev, c->dev);
+  free(c);
+  conn->priv = NULL;
+}
+
+#else /* !MSCCLPP_HAVE_CUDA: no GPU memory to export or import, and no connections. */
+
+static mscclppResult_t cuda_export(struct mscclppRegMem* mem, const struct mem_info* info) {
+  (void)mem;
+  (void)info;
+  return mscclppSuccess;
+}
+static void cuda_unexport(struct mscclppRegMem* mem) { (void)mem; }
+static mscclppResult_t cuda_import(struct mscclppRegMem* mem) {
+  (void)mem;
+  return mscclppSuccess;
+}
+static void cuda_unimport(struct mscclppRegMem* mem) { (void)mem; }
+static mscclppResult_t cuda_connect(struct mscclppConnection* conn) {
+  return MPP_ERR(mscclppInvalidUsage, "p2p connection to rank %d: the library was built without CUDA", conn->peer);
+}
+static mscclppResult_t cuda_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                  struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+  (void)dst, (void)dst_off, (void)src, (void)src_off, (void)size;
+  return MPP_ERR(mscclppInvalidUsage, "p2p write to rank %d: the library was built without CUDA", conn->peer);
+}
+static mscclppResult_t cuda_update(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                   uint64_t new_value) {
+  (void)dst, (void)dst_off, (void)new_value;
+  return MPP_ERR(mscclppInvalidUsage, "p2p update to rank %d: the library was built without CUDA", conn->peer);
+}
+static mscclppResult_t cuda_flush(struct mscclppConnection* conn, int64_t timeout_ms) {
+  (void)timeout_ms;
+  return MPP_ERR(mscclppInvalidUsage, "p2p flush to rank %d: the library was built without CUDA", conn->peer);
+}
+static void cuda_close(struct mscclppConnection* conn, int abort) {
+  (void)conn;
+  (void)abort;
+}
+
+#endif
+
+const struct transport_ops cudaipc_transport = {
+    .name = "cuda-ipc",
+    .id = mscclppTransportP2P,
+    .export_mem = cuda_export,
+    .unexport_mem = cuda_unexport,
+    .import_mem = cuda_import,
+    .unimport_mem = cuda_unimport,
+    .connect = cuda_connect,
+    .write = cuda_write,
+    .update_and_sync = cuda_update,
+    .flush = cuda_flush,
+    .status = NULL,
+    .close = cuda_close,
+};

@@ -1,0 +1,409 @@
+/* tcp.c - the tcp transport: any registered memory of any host, written by the owner's receiving
+ * thread. Each connection is two sockets, one per direction, so that neither side's receiver ever
+ * waits for the other's sender:
+ *   out_fd  our WRITE/UPDATE/FLUSH messages to the peer; the peer's receiver answers FLUSH with ACK
+ *           on the same socket, and our flush reads it;
+ *   in_fd   the peer's messages, applied by our receiving thread to regions of the comm's region
+ *           table (checked: region exists, offset+size inside it, updates 8-byte aligned).
+ * Messages are a 32-byte header (host byte order: both hosts must share it), WRITE followed by its
+ * data. The receiver applies messages in order, so an UPDATE lands after every earlier WRITE, and a
+ * FLUSH is acknowledged after everything before it was applied. A receiver-side failure (bad
+ * region) is reported in the next ACK, so the sender's flush returns it. */
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sys/cudawrap.h"
+#include "transport/transport.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/socket.h"
+#include "util/timeutil.h"
+
+#define TCP_MAGIC 0x4354504du /* "MPTC" */
+#define TCP_CHUNK (1u << 20)  /* staging buffer of the receiver and of device sources */
+#define TCP_HELLO_MS 5000     /* bound of the wait for an accepted connection's HELLO */
+
+enum tcp_type { TCP_HELLO = 1, TCP_WRITE = 2, TCP_UPDATE = 3, TCP_FLUSH = 4, TCP_ACK = 5 };
+
+struct tcp_hdr {
+  uint32_t type;
+  uint32_t status;  /* HELLO: TCP_MAGIC; ACK: first failure (mscclppResult_t) since the last ACK */
+  uint64_t region;  /* WRITE/UPDATE: region id; HELLO: comm id; ACK: region of the failure */
+  uint64_t offset;  /* WRITE/UPDATE: offset in the region; HELLO: sender rank; ACK: of the failure */
+  uint64_t arg;     /* WRITE: bytes that follow; UPDATE: value; FLUSH/ACK: sequence; HELLO: tag */
+};
+
+struct tcp_conn {
+  struct mscclppConnection* conn;
+  int out_fd, in_fd;
+  pthread_t thread;
+  int thread_started;
+  atomic_int dead;   /* the receiver saw in_fd close or fail: the peer is gone */
+  int broken;        /* out_fd failed mid-message: later calls fail */
+  uint64_t flush_seq;
+  char* rbuf;        /* receiver's staging chunk */
+  char* sbuf;        /* sender's staging chunk for GPU sources (lazily) */
+  /* The receiver's first failure since the last ACK, reported in the next ACK. */
+  uint32_t fail_status;
+  uint64_t fail_region, fail_offset;
+};
+
+/* Receives exactly len bytes; 0 on success, 1 on a clean EOF before the first byte, -1 on error
+ * or EOF later. Blocks without a bound (used for the idle wait for the next message header; close
+ * and abort wake it by shutting the socket down). */
+static int recv_blocking(int fd, void* buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = recv(fd, (char*)buf + got, len - got, 0);
+    if (n > 0) {
+      got += (size_t)n;
+    } else if (n == 0) {
+      return got == 0 ? 1 : -1;
+    } else if (errno != EINTR) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int64_t io_timeout_ms(void) { return param_int(PARAM_FLUSH_TIMEOUT); }
+
+/* A copy of this thread's last error, to quote in a new one (err_set writes the same buffer). */
+struct why {
+  char text[512];
+};
+static struct why why_now(void) {
+  struct why w;
+  snprintf(w.text, sizeof(w.text), "%s", err_last());
+  return w;
+}
+
+/* Records the first receiver-side failure since the last ACK. */
+static void note_failure(struct tcp_conn* t, mscclppResult_t res, const struct tcp_hdr* h) {
+  if (t->fail_status != 0) return;
+  t->fail_status = (uint32_t)res;
+  t->fail_region = h->region;
+  t->fail_offset = h->offset;
+}
+
+/* Applies one WRITE: receives its data in chunks and copies each into the region (a region that
+ * fails the check still has its data drained, so the stream stays in step). 0, or -1 when the
+ * socket failed. */
+static int apply_write(struct tcp_conn* t, const struct tcp_hdr* h) {
+  struct region_table* regions = &t->conn->comm->tstate->regions;
+  mscclppResult_t failed = mscclppSuccess;
+  for (uint64_t done = 0; done < h->arg;) {
+    size_t n = (size_t)(h->arg - done < TCP_CHUNK ? h->arg - done : TCP_CHUNK);
+    /* Each chunk is bounded on its own: a stalled peer is noticed, a slow one is not cut off. */
+    if (sock_recv_all(t->in_fd, t->rbuf, n, time_deadline_ms(io_timeout_ms())) != mscclppSuccess) return -1;
+    if (failed == mscclppSuccess && h->offset + done >= h->offset)
+      failed = region_write(regions, h->region, h->offset + done, t->rbuf, n);
+    done += n;
+  }
+  if (failed != mscclppSuccess) note_failure(t, failed, h);
+  return 0;
+}
+
+/* Applies one message of the peer; 0, or -1 when the connection cannot go on. */
+static int apply_message(struct tcp_conn* t, const struct tcp_hdr* h) {
+  struct region_table* regions = &t->conn->comm->tstate->regions;
+  switch (h->type) {
+    case TCP_WRITE: return apply_write(t, h);
+    case TCP_UPDATE: {
+      mscclppResult_t res = region_store64(regions, h->region, h->offset, h->arg);
+      if (res != mscclppSuccess) note_failure(t, res, h);
+      return 0;
+    }
+    case TCP_FLUSH: {
+      struct tcp_hdr ack = {.type = TCP_ACK, .status = t->fail_status, .region = t->fail_region,
+                            .offset = t->fail_offset, .arg = h->arg};
+      t->fail_status = 0;
+      return sock_send_all(t->in_fd, &ack, sizeof(ack), time_deadline_ms(io_timeout_ms())) == mscclppSuccess ? 0 : -1;
+    }
+    default:
+      log_msg(LOG_WARN, LOG_SUB_TRANSPORT, "tcp: rank %d sent an unknown message type %u; closing the connection",
+              t->conn->peer, h->type);
+      return -1;
+  }
+}
+
+static void* receiver_main(void* arg) {
+  struct tcp_conn* t = arg;
+#if MSCCLPP_HAVE_CUDA
+  /* Regions in GPU memory are written with cudaMemcpy, on this rank's device. */
+  if (t->conn->comm->cuda_dev >= 0 && cu_available()) (void)cudaSetDevice(t->conn->comm->cuda_dev);
+#endif
+  for (;;) {
+    struct tcp_hdr h;
+    int r = recv_blocking(t->in_fd, &h, sizeof(h));
+    if (r == 0 && apply_message(t, &h) == 0) continue;
+    if (r != 1) LOG_INFO_(LOG_SUB_TRANSPORT, "tcp: connection from rank %d failed", t->conn->peer);
+    break;
+  }
+  /* Release: a thread that sees dead == 1 (acquire) also sees every update applied before it. */
+  atomic_store_explicit(&t->dead, 1, memory_order_release);
+  return NULL;
+}
+
+/* Exchanges listening addresses with the peer through the bootstrap. */
+static mscclppResult_t exchange_addr(struct mscclppConnection* conn, const union sock_addr* mine, union sock_addr* theirs) {
+  MPP_CHECK(boot_swap(conn->comm, conn->peer, boot_tag(BOOT_TAG_TCP, conn->tag), mine, theirs, sizeof(*mine)));
+  sa_family_t fam = theirs->sa.sa_family;
+  if (fam != AF_INET && fam != AF_INET6)
+    return MPP_ERR(mscclppRemoteError, "tcp: rank %d sent a malformed address (family %d)", conn->peer, (int)fam);
+  return mscclppSuccess;
+}
+
+/* Accepts on lfd until the peer's connection arrives: one whose HELLO names this communicator,
+ * the peer's rank and the connection's tag. Anything else is closed and the wait goes on. */
+static mscclppResult_t accept_peer(struct mscclppConnection* conn, int lfd, uint64_t deadline, int* out) {
+  for (;;) {
+    int fd = -1;
+    MPP_CHECK(sock_accept(lfd, deadline, &fd));
+    /* A stranger that connects and stays silent holds us up for at most a few seconds. */
+    uint64_t hello_deadline = time_deadline_ms(TCP_HELLO_MS) < deadline ? time_deadline_ms(TCP_HELLO_MS) : deadline;
+    struct tcp_hdr h;
+    if (sock_recv_all(fd, &h, sizeof(h), hello_deadline) == mscclppSuccess && h.type == TCP_HELLO && h.status == TCP_MAGIC &&
+        h.region == conn->comm->comm_id && h.offset == (uint64_t)conn->peer && h.arg == (uint64_t)(uint32_t)conn->tag) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* ACKs must not wait for Nagle */
+      *out = fd;
+      return mscclppSuccess;
+    }
+    log_msg(LOG_WARN, LOG_SUB_TRANSPORT, "tcp: refused a connection that is not rank %d's (tag %d) of this communicator",
+            conn->peer, conn->tag);
+    sock_close(&fd);
+  }
+}
+
+/* Sets up out_fd (to the peer's listener) and in_fd (from the peer) through the bootstrap. */
+static mscclppResult_t open_sockets(struct mscclppConnection* conn, struct tcp_conn* t) {
+  uint64_t deadline = time_deadline_ms(conn->comm->timeout_ms);
+  union sock_addr local, bound, theirs;
+  int lfd = -1;
+  mscclppResult_t res = mscclppSuccess;
+  MPP_CHECK(sock_local_addr(&local));
+  MPP_CHECK(sock_listen(&local, &lfd, &bound));
+  MPP_CHECK_GOTO(exchange_addr(conn, &bound, &theirs), res, out);
+  /* The peer's listener queues our connection in its backlog, so connecting before accepting
+   * cannot deadlock with the peer doing the same. */
+  MPP_CHECK_GOTO(sock_connect(&theirs, deadline, &t->out_fd), res, out);
+  struct tcp_hdr hello = {.type = TCP_HELLO, .status = TCP_MAGIC, .region = conn->comm->comm_id,
+                          .offset = (uint64_t)conn->comm->rank, .arg = (uint64_t)(uint32_t)conn->tag};
+  MPP_CHECK_GOTO(sock_send_all(t->out_fd, &hello, sizeof(hello), deadline), res, out);
+  MPP_CHECK_GOTO(accept_peer(conn, lfd, deadline, &t->in_fd), res, out);
+out:
+  sock_close(&lfd);
+  return res;
+}
+
+static void tcp_free(struct tcp_conn* t) {
+  sock_close(&t->out_fd);
+  sock_close(&t->in_fd);
+  free(t->rbuf);
+  free(t->sbuf);
+  free(t);
+}
+
+static mscclppResult_t tcp_connect(struct mscclppConnection* conn) {
+  struct tcp_conn* t = calloc(1, sizeof(*t));
+  if (t == NULL) return MPP_ERR(mscclppSystemError, "tcp: out of host memory");
+  t->conn = conn;
+  t->out_fd = t->in_fd = -1;
+  mscclppResult_t res = mscclppSuccess;
+  t->rbuf = malloc(TCP_CHUNK);
+  if (t->rbuf == NULL) {
+    res = MPP_ERR(mscclppSystemError, "tcp: out of host memory");
+    goto err_free;
+  }
+  MPP_CHECK_GOTO(open_sockets(conn, t), res, err_free);
+  int e = pthread_create(&t->thread, NULL, receiver_main, t);
+  if (e != 0) {
+    res = MPP_ERRNO(mscclppSystemError, e, "tcp: starting the receiving thread for rank %d", conn->peer);
+    goto err_free;
+  }
+  t->thread_started = 1;
+  conn->priv = t;
+  return mscclppSuccess;
+err_free:
+  tcp_free(t);
+  return res;
+}
+
+/* Drains what is left to read on fd without blocking (late ACKs), so that closing it sends FIN
+ * rather than RST, which could cost the peer data it has not read yet. */
+static void drain(int fd) {
+  char buf[256];
+  while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+  }
+}
+
+/* Normal close: our out direction ends with FIN after all data (the peer's receiver applies it and
+ * exits); our receiver is woken by shutting in_fd down. Abort: both directions are cut at once. */
+static void tcp_close(struct mscclppConnection* conn, int abort) {
+  struct tcp_conn* t = conn->priv;
+  if (t == NULL) return;
+  if (abort) {
+    shutdown(t->out_fd, SHUT_RDWR);
+  } else {
+    shutdown(t->out_fd, SHUT_WR);
+    drain(t->out_fd);
+  }
+  shutdown(t->in_fd, SHUT_RDWR);
+  if (t->thread_started) pthread_join(t->thread, NULL);
+  tcp_free(t);
+  conn->priv = NULL;
+}
+
+/* RemoteError when the connection cannot carry more messages. */
+static mscclppResult_t tcp_status(struct mscclppConnection* conn) {
+  struct tcp_conn* t = conn->priv;
+  if (t->broken)
+    return MPP_ERR(mscclppRemoteError, "tcp connection to rank %d (tag %d) failed earlier; it is unusable", conn->peer,
+                   conn->tag);
+  /* Acquire: pairs with the receiver's release store of dead. */
+  if (atomic_load_explicit(&t->dead, memory_order_acquire))
+    return MPP_ERR(mscclppRemoteError, "tcp connection to rank %d (tag %d) was closed by the peer (exited or destroyed it)",
+                   conn->peer, conn->tag);
+  return mscclppSuccess;
+}
+
+/* Sends len bytes of a message; a failure leaves the stream out of step, so it breaks the
+ * connection. */
+static mscclppResult_t send_part(struct tcp_conn* t, const void* buf, size_t len, uint64_t deadline) {
+  mscclppResult_t res = sock_send_all(t->out_fd, buf, len, deadline);
+  if (res != mscclppSuccess) t->broken = 1;
+  return res;
+}
+
+/* Sends a WRITE's size bytes in chunks, each bounded by MSCCLPP_FLUSH_TIMEOUT (a stalled peer is
+ * noticed; a slow but moving one is not cut off). GPU memory is staged through sbuf. */
+static mscclppResult_t send_payload(struct tcp_conn* t, const char* src, int dev, uint64_t size) {
+  if (dev >= 0 && t->sbuf == NULL && (t->sbuf = malloc(TCP_CHUNK)) == NULL) {
+    t->broken = 1; /* the header is out already */
+    return MPP_ERR(mscclppSystemError, "tcp: out of host memory for staging");
+  }
+  for (uint64_t done = 0; done < size;) {
+    size_t n = (size_t)(size - done < TCP_CHUNK ? size - done : TCP_CHUNK);
+    const char* from = src + done;
+    if (dev >= 0) {
+      mscclppResult_t res = mem_copy(t->sbuf, -1, from, dev, n);
+      if (res != mscclppSuccess) {
+        t->broken = 1;
+        return res;
+      }
+      from = t->sbuf;
+    }
+    MPP_CHECK(send_part(t, from, n, time_deadline_ms(io_timeout_ms())));
+    done += n;
+  }
+  return mscclppSuccess;
+}
+
+static mscclppResult_t tcp_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                 struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+  struct tcp_conn* t = conn->priv;
+  MPP_CHECK(tcp_status(conn));
+  if (size == 0) return mscclppSuccess;
+  struct tcp_hdr h = {.type = TCP_WRITE, .region = dst->d.region_id, .offset = dst_off, .arg = size};
+  mscclppResult_t res = send_part(t, &h, sizeof(h), time_deadline_ms(io_timeout_ms()));
+  if (res == mscclppSuccess)
+    res = send_payload(t, (const char*)src->ptr + src_off, src->is_device ? src->d.cuda_dev : -1, size);
+  if (res != mscclppSuccess)
+    return MPP_ERR(res, "tcp write of %llu bytes to rank %d (offset %llu) failed: %s", (unsigned long long)size,
+                   conn->peer, (unsigned long long)dst_off, why_now().text);
+  return mscclppSuccess;
+}
+
+static mscclppResult_t tcp_update(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                  uint64_t new_value) {
+  struct tcp_conn* t = conn->priv;
+  MPP_CHECK(tcp_status(conn));
+  struct tcp_hdr h = {.type = TCP_UPDATE, .region = dst->d.region_id, .offset = dst_off, .arg = new_value};
+  mscclppResult_t res = send_part(t, &h, sizeof(h), time_deadline_ms(io_timeout_ms()));
+  if (res != mscclppSuccess)
+    return MPP_ERR(res, "tcp update of rank %d's word at offset %llu failed: %s", conn->peer, (unsigned long long)dst_off,
+                   why_now().text);
+  return mscclppSuccess;
+}
+
+/* Waits for the ACK of seq on out_fd (skipping late ACKs of earlier flushes that timed out). */
+static mscclppResult_t wait_ack(struct mscclppConnection* conn, uint64_t seq, uint64_t deadline, int64_t timeout_ms) {
+  struct tcp_conn* t = conn->priv;
+  for (;;) {
+    struct tcp_hdr ack;
+    mscclppResult_t res = sock_recv_all(t->out_fd, &ack, sizeof(ack), deadline);
+    if (res == mscclppTimeout)
+      return MPP_ERR(mscclppTimeout, "tcp flush to rank %d (tag %d): no acknowledgement within %lld ms", conn->peer,
+                     conn->tag, (long long)timeout_ms);
+    if (res != mscclppSuccess) {
+      t->broken = 1;
+      return MPP_ERR(mscclppRemoteError, "tcp flush to rank %d (tag %d): connection lost (peer exited?): %s", conn->peer,
+                     conn->tag, why_now().text);
+    }
+    if (ack.type != TCP_ACK || ack.arg > seq) {
+      t->broken = 1;
+      return MPP_ERR(mscclppRemoteError, "tcp flush to rank %d: malformed acknowledgement (type %u, seq %llu)", conn->peer,
+                     ack.type, (unsigned long long)ack.arg);
+    }
+    if (ack.arg < seq) continue;
+    if (ack.status != 0)
+      return MPP_ERR(mscclppRemoteError,
+                     "tcp: rank %d rejected an earlier write or update (region %llu, offset %llu): %s; its log says why",
+                     conn->peer, (unsigned long long)ack.region, (unsigned long long)ack.offset,
+                     mscclppGetErrorString((mscclppResult_t)ack.status));
+    return mscclppSuccess;
+  }
+}
+
+static mscclppResult_t tcp_flush(struct mscclppConnection* conn, int64_t timeout_ms) {
+  struct tcp_conn* t = conn->priv;
+  MPP_CHECK(tcp_status(conn));
+  uint64_t deadline = time_deadline_ms(timeout_ms);
+  uint64_t seq = ++t->flush_seq;
+  struct tcp_hdr h = {.type = TCP_FLUSH, .arg = seq};
+  mscclppResult_t res = send_part(t, &h, sizeof(h), deadline);
+  if (res != mscclppSuccess)
+    return MPP_ERR(res, "tcp flush to rank %d (tag %d): sending failed: %s", conn->peer, conn->tag, why_now().text);
+  return wait_ack(conn, seq, deadline, timeout_ms);
+}
+
+static mscclppResult_t tcp_export(struct mscclppRegMem* mem, const struct mem_info* info) {
+  int device = mem_kind_is_device(info->kind) ? info->device : -1;
+  MPP_CHECK(region_add(&mem->comm->tstate->regions, mem->ptr, mem->d.size, device, &mem->d.region_id));
+  mem->d.transports |= TRANSPORT_BIT(mscclppTransportTCP);
+  return mscclppSuccess;
+}
+
+static void tcp_unexport(struct mscclppRegMem* mem) { region_remove(&mem->comm->tstate->regions, mem->d.region_id); }
+
+/* Nothing to map: the owner's receiver writes the memory; the blob's region id is all we need. */
+static mscclppResult_t tcp_import(struct mscclppRegMem* mem) {
+  (void)mem;
+  return mscclppSuccess;
+}
+
+static void tcp_unimport(struct mscclppRegMem* mem) { (void)mem; }
+
+const struct transport_ops tcp_transport = {
+    .name = "tcp",
+    .id = mscclppTransportTCP,
+    .export_mem = tcp_export,
+    .unexport_mem = tcp_unexport,
+    .import_mem = tcp_import,
+    .unimport_mem = tcp_unimport,
+    .connect = tcp_connect,
+    .write = tcp_write,
+    .update_and_sync = tcp_update,
+    .flush = tcp_flush,
+    .status = tcp_status,
+    .close = tcp_close,
+};

@@ -1,0 +1,61 @@
+/* transport_mp.h - what the multi-process tests of registered memory, connections and host
+ * semaphores share: a CPU-rank communicator from mscclpp-run's environment, transport names, a
+ * byte pattern every rank can recompute, and a replayable random generator. */
+#ifndef MPP_TESTS_MP_TRANSPORT_MP_H_
+#define MPP_TESTS_MP_TRANSPORT_MP_H_
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "helpers.h"
+
+/* Creates this rank's communicator as a CPU rank (the same on machines with GPUs), every
+ * bootstrap wait bounded by 20 s. */
+static inline mscclppComm_t tmp_init(int* rank, int* nranks) {
+  mscclppConfig_t cfg = MSCCLPP_CONFIG_INITIALIZER;
+  cfg.rankKind = mscclppRankCpu;
+  cfg.bootstrapTimeoutMs = 20000;
+  mscclppComm_t comm = NULL;
+  CHECK_OK(mscclppCommInitFromEnv(&comm, &cfg));
+  CHECK_OK(mscclppCommRank(comm, rank));
+  CHECK_OK(mscclppCommSize(comm, nranks));
+  return comm;
+}
+
+/* "shm", "tcp", "auto" (also "p2p") -> the transport. */
+static inline mscclppTransport_t tmp_transport(const char* name) {
+  if (strcmp(name, "shm") == 0) return mscclppTransportSHM;
+  if (strcmp(name, "tcp") == 0) return mscclppTransportTCP;
+  if (strcmp(name, "p2p") == 0) return mscclppTransportP2P;
+  if (strcmp(name, "auto") == 0) return mscclppTransportAuto;
+  TEST_FAIL("unknown transport '%s' (shm|tcp|p2p|auto)", name);
+}
+
+/* The byte that rank `from` writes at index i of its message to rank `to` in round `round`. */
+static inline unsigned char tmp_byte(int round, int from, int to, uint64_t i) {
+  uint64_t x = (uint64_t)round * 1000003u + (uint64_t)from * 7919u + (uint64_t)to * 104729u + i * 2654435761u;
+  return (unsigned char)(x ^ (x >> 13) ^ (x >> 29));
+}
+
+/* splitmix64: the same sequence on every rank for the same seed. */
+static inline uint64_t tmp_rand(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static inline double tmp_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The library's last error must mention `what`. */
+#define CHECK_ERR_MENTIONS(what) \
+  CHECK_MSG(strstr(mscclppGetLastError(), (what)) != NULL, "expected '%s' in: %s", (what), mscclppGetLastError())
+
+#endif /* MPP_TESTS_MP_TRANSPORT_MP_H_ */

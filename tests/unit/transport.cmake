@@ -1,0 +1,5 @@
+# Unit tests of the registered-memory and transport internals (one process each).
+mpp_unit_test(transport_blob ${CMAKE_CURRENT_LIST_DIR}/transport_blob.c)
+mpp_unit_test(transport_memalloc ${CMAKE_CURRENT_LIST_DIR}/transport_memalloc.c)
+mpp_unit_test(transport_regtable ${CMAKE_CURRENT_LIST_DIR}/transport_regtable.c)
+mpp_unit_test(transport_fdpass ${CMAKE_CURRENT_LIST_DIR}/transport_fdpass.c)
