@@ -1,0 +1,214 @@
+/* init.c - unique ids, joining a rendezvous, abort and destroy.
+ *
+ * Init of rank r: listen (on loopback when the root is on loopback, else on sock_local_addr(), so
+ * MSCCLPP_SOCKET_IFNAME applies), start the progress thread, send the root a hello with the secret
+ * and our listen address, receive every rank's address, connect to rank r+1's listener (a RING
+ * hello) while the progress thread accepts rank r-1's, and finish with a barrier around the ring.
+ * One deadline (the timeout) bounds the whole init. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/internal.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/timeutil.h"
+
+mscclppResult_t bootstrap_unique_id(mscclppUniqueId* id) {
+  MPP_CHECK_ARG(id != NULL, "bootstrap_unique_id: id is NULL");
+  struct wire_id w;
+  memset(&w, 0, sizeof(w));
+  MPP_CHECK(wire_random_secret(w.secret));
+  union sock_addr local;
+  MPP_CHECK(sock_local_addr(&local));
+  MPP_CHECK(boot_root_start(&local, w.secret, &w.root));
+  return wire_encode_id(&w, id);
+}
+
+mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, mscclppUniqueId* id) {
+  MPP_CHECK_ARG(host_port != NULL && id != NULL, "bootstrap_id_from_address: NULL argument");
+  MPP_CHECK_ARG(rank >= 0, "bootstrap_id_from_address: rank %d is negative", rank);
+  struct wire_id w;
+  memset(&w, 0, sizeof(w));
+  MPP_CHECK(sock_parse_addr(host_port, &w.root));
+  const char* text = param_str(PARAM_BOOTSTRAP_SECRET);
+  wire_secret_from_text(*text ? text : WIRE_DEFAULT_SECRET_TEXT, w.secret);
+  if (rank == 0) {
+    union sock_addr bound;
+    mscclppResult_t res = boot_root_start(&w.root, w.secret, &bound);
+    if (res != mscclppSuccess) return BOOT_WRAP(res, "starting the bootstrap root on %s", host_port);
+  }
+  return wire_encode_id(&w, id);
+}
+
+int bootstrap_rank(const struct bootstrap* b) { return b->rank; }
+int bootstrap_nranks(const struct bootstrap* b) { return b->nranks; }
+
+static int is_loopback(const union sock_addr* a) {
+  if (a->sa.sa_family == AF_INET) return (ntohl(a->sin.sin_addr.s_addr) >> 24) == 127;
+  return a->sa.sa_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&a->sin6.sin6_addr);
+}
+
+/* Allocates b with every fd at -1 and its locks ready. */
+static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct bootstrap** out) {
+  struct bootstrap* b = calloc(1, sizeof(*b));
+  if (!b) return MPP_ERR(mscclppSystemError, "bootstrap: no memory");
+  b->rank = rank, b->nranks = nranks, b->timeout_ms = timeout_ms;
+  b->listen_fd = b->ring_next_fd = b->ring_prev_fd = -1;
+  b->wake_fds[0] = b->wake_fds[1] = -1;
+  b->addrs = calloc((size_t)nranks, sizeof(*b->addrs));
+  b->peer_gone = calloc((size_t)nranks, 1);
+  b->send_fds = malloc(sizeof(int) * (size_t)nranks);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&b->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&b->mu, NULL);
+  for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_init(&b->send_mu[i], NULL);
+  *out = b;
+  if (!b->addrs || !b->peer_gone || !b->send_fds)
+    return MPP_ERR(mscclppSystemError, "bootstrap: no memory for %d ranks", nranks);
+  for (int i = 0; i < nranks; i++) b->send_fds[i] = -1;
+  if (pipe2(b->wake_fds, O_CLOEXEC | O_NONBLOCK) < 0)
+    return MPP_ERRNO(mscclppSystemError, errno, "bootstrap: pipe for the progress thread");
+  return mscclppSuccess;
+}
+
+/* Opens this rank's listener (non-blocking: the progress thread polls it). */
+static mscclppResult_t boot_listen(struct bootstrap* b) {
+  union sock_addr la;
+  memset(&la, 0, sizeof(la));
+  if (is_loopback(&b->root)) {
+    la.sa.sa_family = b->root.sa.sa_family;
+    if (la.sa.sa_family == AF_INET)
+      la.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else
+      la.sin6.sin6_addr = in6addr_loopback;
+  } else {
+    MPP_CHECK(sock_local_addr(&la));
+  }
+  MPP_CHECK(sock_listen(&la, &b->listen_fd, &b->my_addr));
+  int fl = fcntl(b->listen_fd, F_GETFL);
+  if (fl < 0 || fcntl(b->listen_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+    return MPP_ERRNO(mscclppSystemError, errno, "bootstrap: making the listener non-blocking");
+  return mscclppSuccess;
+}
+
+/* Sends our hello to the root and receives every rank's listen address. */
+static mscclppResult_t join_root(struct bootstrap* b, uint64_t deadline) {
+  char what[INET6_ADDRSTRLEN + 64], a[INET6_ADDRSTRLEN + 16];
+  snprintf(what, sizeof(what), "the bootstrap root at %s", sock_addr_str(&b->root, a, sizeof(a)));
+  int fd = -1;
+  mscclppResult_t res = sock_connect(&b->root, deadline, &fd);
+  if (res != mscclppSuccess) return BOOT_WRAP(res, "bootstrap init of rank %d: connecting to %s", b->rank, what);
+  size_t len = wire_table_bytes(b->nranks);
+  uint8_t* buf = malloc(len);
+  res = buf ? boot_send_hello(b, fd, WIRE_KIND_ROOT, deadline, what)
+            : MPP_ERR(mscclppSystemError, "bootstrap: no memory for a %zu-byte table", len);
+  if (res == mscclppSuccess) res = boot_recv_all(fd, buf, len, deadline, what);
+  if (res == mscclppSuccess) res = wire_decode_table(buf, len, b->nranks, b->addrs);
+  free(buf);
+  sock_close(&fd);
+  if (res != mscclppSuccess)
+    return BOOT_WRAP(res, "bootstrap init of rank %d of %d: waiting for the address table", b->rank, b->nranks);
+  uint8_t mine[WIRE_ADDR_BYTES], listed[WIRE_ADDR_BYTES];
+  wire_encode_addr(&b->my_addr, mine);
+  wire_encode_addr(&b->addrs[b->rank], listed);
+  if (memcmp(mine, listed, sizeof(mine)) != 0)
+    return MPP_ERR(mscclppRemoteError, "bootstrap init of rank %d: the root lists another address for this rank", b->rank);
+  return mscclppSuccess;
+}
+
+/* Connects to rank+1 and waits for rank-1's connection. */
+static mscclppResult_t ring_setup(struct bootstrap* b, uint64_t deadline) {
+  if (b->nranks == 1) return mscclppSuccess;
+  int next = (b->rank + 1) % b->nranks, fd = -1;
+  char who[128];
+  boot_peer_str(b, next, who, sizeof(who));
+  mscclppResult_t res = boot_connect_peer(&b->addrs[next], deadline, &fd);
+  if (res == mscclppSuccess) res = boot_send_hello(b, fd, WIRE_KIND_RING, deadline, who);
+  if (res != mscclppSuccess) {
+    sock_close(&fd);
+    return BOOT_WRAP(res, "bootstrap init of rank %d: ring connection to %s", b->rank, who);
+  }
+  pthread_mutex_lock(&b->mu);
+  b->ring_next_fd = fd;
+  pthread_mutex_unlock(&b->mu);
+  return boot_wait_ring_prev(b, deadline);
+}
+
+mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, int timeout_ms, struct bootstrap** out) {
+  MPP_CHECK_ARG(id != NULL && out != NULL, "bootstrap_init: NULL argument");
+  MPP_CHECK_ARG(nranks >= 1 && nranks <= WIRE_MAX_RANKS, "bootstrap_init: nranks %d outside [1, %d]", nranks,
+                WIRE_MAX_RANKS);
+  MPP_CHECK_ARG(rank >= 0 && rank < nranks, "bootstrap_init: rank %d outside [0, %d)", rank, nranks);
+  *out = NULL;
+  struct wire_id w;
+  MPP_CHECK(wire_decode_id(id->internal, sizeof(id->internal), &w));
+  if (timeout_ms <= 0) {
+    int64_t s = param_int(PARAM_BOOTSTRAP_TIMEOUT);
+    timeout_ms = s <= 0 ? 120000 : (s > INT_MAX / 1000 ? INT_MAX : (int)(s * 1000));
+  }
+  uint64_t deadline = time_deadline_ms(timeout_ms);
+  struct bootstrap* b = NULL;
+  mscclppResult_t res = boot_alloc(rank, nranks, timeout_ms, &b);
+  if (res == mscclppSuccess) {
+    b->root = w.root;
+    memcpy(b->secret, w.secret, WIRE_SECRET_BYTES);
+    res = boot_listen(b);
+  }
+  if (res == mscclppSuccess) res = boot_progress_start(b);
+  if (res == mscclppSuccess) res = join_root(b, deadline);
+  if (res == mscclppSuccess) res = ring_setup(b, deadline);
+  if (res == mscclppSuccess) res = boot_ring_check(b);
+  if (res != mscclppSuccess) {
+    bootstrap_abort(b);
+    bootstrap_destroy(b);
+    return res;
+  }
+  LOG_INFO_(LOG_SUB_BOOTSTRAP, "bootstrap: rank %d of %d ready", rank, nranks);
+  *out = b;
+  return mscclppSuccess;
+}
+
+void bootstrap_abort(struct bootstrap* b) {
+  if (!b) return;
+  pthread_mutex_lock(&b->mu);
+  b->aborted = 1;
+  /* shutdown, not close: other threads may be blocked on these fds; destroy closes them. */
+  if (b->listen_fd >= 0) shutdown(b->listen_fd, SHUT_RDWR);
+  boot_ring_shutdown(b);
+  for (int i = 0; b->send_fds && i < b->nranks; i++)
+    if (b->send_fds[i] >= 0) shutdown(b->send_fds[i], SHUT_RDWR);
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  boot_progress_wake(b); /* the progress thread closes the incoming connections */
+}
+
+void bootstrap_destroy(struct bootstrap* b) {
+  if (!b) return;
+  boot_progress_stop(b);
+  sock_close(&b->listen_fd);
+  sock_close(&b->ring_next_fd);
+  sock_close(&b->ring_prev_fd);
+  for (int i = 0; b->send_fds && i < b->nranks; i++)
+    if (b->send_fds[i] >= 0) sock_close(&b->send_fds[i]);
+  sock_close(&b->wake_fds[0]);
+  sock_close(&b->wake_fds[1]);
+  boot_queue_free(b);
+  free(b->conns);
+  free(b->addrs);
+  free(b->peer_gone);
+  free(b->send_fds);
+  for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_destroy(&b->send_mu[i]);
+  pthread_mutex_destroy(&b->mu);
+  pthread_cond_destroy(&b->cv);
+  free(b);
+}

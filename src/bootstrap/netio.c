@@ -1,0 +1,137 @@
+/* netio.c - the bootstrap's bounded socket primitives: connect to a peer, send/receive all bytes
+ * by poll, send a hello, check an fd for a hang-up, and wrap errors with context. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/internal.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+
+uint64_t boot_deadline(const struct bootstrap* b) { return time_deadline_ms(b->timeout_ms); }
+
+mscclppResult_t boot_wrap(mscclppResult_t res, const char* file, int line, const char* fmt, ...) {
+  char saved[768], ctx[256];
+  snprintf(saved, sizeof(saved), "%s", err_last());
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx, sizeof(ctx), fmt, ap);
+  va_end(ap);
+  return err_set(res, file, line, "%s: %s", ctx, saved);
+}
+
+const char* boot_peer_str(const struct bootstrap* b, int peer, char* buf, size_t len) {
+  char a[INET6_ADDRSTRLEN + 16] = "?";
+  if (b->addrs && peer >= 0 && peer < b->nranks) sock_addr_str(&b->addrs[peer], a, sizeof(a));
+  snprintf(buf, len, "rank %d at %s", peer, a);
+  return buf;
+}
+
+/* Waits for events on fd until the deadline. Returns 1 when ready, 0 at the deadline, -1 with
+ * errno set on a poll failure other than EINTR. */
+static int wait_fd(int fd, short events, uint64_t deadline_ns) {
+  for (;;) {
+    int64_t left = time_left_ms(deadline_ns);
+    if (left <= 0) return 0;
+    struct pollfd p = {.fd = fd, .events = events};
+    int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+    if (n > 0) return 1;
+    if (n < 0 && errno != EINTR) return -1;
+  }
+}
+
+mscclppResult_t boot_connect_peer(const union sock_addr* addr, uint64_t deadline_ns, int* out) {
+  char a[INET6_ADDRSTRLEN + 16];
+  sock_addr_str(addr, a, sizeof(a));
+  int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return MPP_ERRNO(mscclppSystemError, errno, "socket() for a connection to %s", a);
+  socklen_t alen = addr->sa.sa_family == AF_INET ? sizeof(addr->sin) : sizeof(addr->sin6);
+  int err = 0;
+  if (connect(fd, &addr->sa, alen) < 0) {
+    err = errno;
+    if (err == EINPROGRESS || err == EINTR) {
+      int w = wait_fd(fd, POLLOUT, deadline_ns);
+      socklen_t elen = sizeof(err);
+      if (w == 0) {
+        close(fd);
+        return MPP_ERR(mscclppTimeout, "connecting to %s: no answer within the bootstrap timeout", a);
+      }
+      if (w < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0) err = errno;
+    }
+  }
+  if (err != 0) {
+    close(fd);
+    return MPP_ERRNO(mscclppRemoteError, err, "connecting to %s (the peer exited or aborted?)", a);
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  *out = fd;
+  return mscclppSuccess;
+}
+
+mscclppResult_t boot_send_all(int fd, const void* buf, size_t len, uint64_t deadline_ns, const char* what) {
+  const uint8_t* p = buf;
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = send(fd, p + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      done += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+      return MPP_ERRNO(mscclppRemoteError, errno, "sending %zu bytes to %s", len, what);
+    int w = wait_fd(fd, POLLOUT, deadline_ns);
+    if (w == 0)
+      return MPP_ERR(mscclppTimeout, "sending to %s: %zu of %zu bytes sent within the bootstrap timeout", what, done,
+                     len);
+    if (w < 0) return MPP_ERRNO(mscclppSystemError, errno, "poll while sending to %s", what);
+  }
+  return mscclppSuccess;
+}
+
+mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_ns, const char* what) {
+  uint8_t* p = buf;
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = recv(fd, p + done, len - done, MSG_DONTWAIT);
+    if (n > 0) {
+      done += (size_t)n;
+      continue;
+    }
+    if (n == 0)
+      return MPP_ERR(mscclppRemoteError, "%s closed the connection after %zu of %zu bytes (exited or aborted?)", what,
+                     done, len);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return MPP_ERRNO(mscclppRemoteError, errno, "receiving %zu bytes from %s", len, what);
+    int w = wait_fd(fd, POLLIN, deadline_ns);
+    if (w == 0)
+      return MPP_ERR(mscclppTimeout, "receiving from %s: %zu of %zu bytes arrived within the bootstrap timeout", what,
+                     done, len);
+    if (w < 0) return MPP_ERRNO(mscclppSystemError, errno, "poll while receiving from %s", what);
+  }
+  return mscclppSuccess;
+}
+
+mscclppResult_t boot_send_hello(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what) {
+  struct wire_hello h = {.kind = kind, .rank = b->rank, .nranks = b->nranks, .timeout_ms = (uint32_t)b->timeout_ms};
+  memcpy(h.secret, b->secret, WIRE_SECRET_BYTES);
+  h.addr = b->my_addr;
+  uint8_t buf[WIRE_HELLO_BYTES];
+  wire_encode_hello(&h, buf);
+  return boot_send_all(fd, buf, sizeof(buf), deadline_ns, what);
+}
+
+int boot_fd_dead(int fd) {
+  if (fd < 0) return 1;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, 0) <= 0) return 0;
+  return 1; /* nothing is ever sent our way on a ring's outgoing side: readable means EOF/error */
+}

@@ -1,0 +1,221 @@
+/* p2p.c - tagged point-to-point messages. A sender keeps one connection per peer (opened on its
+ * first send, with a P2P hello) and writes framed messages on it under that peer's send lock, so
+ * messages of one pair arrive in the order sent. The receiver's progress thread reads every frame
+ * into the queue right away; recv takes the oldest queued message of its (peer, tag), waiting on a
+ * condition variable until one arrives, the peer's connection ends, abort, or the deadline. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "bootstrap/internal.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+
+#define SMALL_FRAME 4096 /* payloads up to this go out in one send with their header */
+
+/* Waits on b->cv (mu held) until deadline_ns. Returns ETIMEDOUT once it has passed. */
+static int cv_wait_until(struct bootstrap* b, uint64_t deadline_ns) {
+  if (time_now_ns() >= deadline_ns) return ETIMEDOUT;
+  struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
+                        .tv_nsec = (long)(deadline_ns % 1000000000ull)};
+  return pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+}
+
+/* Why b cannot be used any more (mu held), or Success. */
+mscclppResult_t boot_check_state(struct bootstrap* b, const char* op) {
+  if (b->aborted) return MPP_ERR(mscclppAborted, "bootstrap %s on rank %d: the bootstrap was aborted", op, b->rank);
+  if (b->progress_err != mscclppSuccess)
+    return MPP_ERR(b->progress_err, "bootstrap %s on rank %d: the progress thread failed earlier", op, b->rank);
+  return mscclppSuccess;
+}
+
+void boot_enqueue(struct bootstrap* b, struct boot_msg* m) {
+  m->next = NULL;
+  pthread_mutex_lock(&b->mu);
+  if (b->q_tail)
+    b->q_tail->next = m;
+  else
+    b->q_head = m;
+  b->q_tail = m;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+void boot_queue_free(struct bootstrap* b) {
+  while (b->q_head) {
+    struct boot_msg* m = b->q_head;
+    b->q_head = m->next;
+    free(m->data);
+    free(m);
+  }
+  b->q_tail = NULL;
+}
+
+/* Removes and returns the oldest queued message from peer with tag (mu held), or NULL. */
+static struct boot_msg* dequeue(struct bootstrap* b, int peer, int tag) {
+  struct boot_msg* prev = NULL;
+  for (struct boot_msg* m = b->q_head; m; prev = m, m = m->next) {
+    if (m->peer != peer || m->tag != tag) continue;
+    if (prev)
+      prev->next = m->next;
+    else
+      b->q_head = m->next;
+    if (b->q_tail == m) b->q_tail = prev;
+    return m;
+  }
+  return NULL;
+}
+
+mscclppResult_t boot_wait_ring_prev(struct bootstrap* b, uint64_t deadline_ns) {
+  int prev = (b->rank + b->nranks - 1) % b->nranks, next = (b->rank + 1) % b->nranks;
+  char who[128];
+  mscclppResult_t res = mscclppSuccess;
+  pthread_mutex_lock(&b->mu);
+  while (b->ring_prev_fd < 0 && res == mscclppSuccess) {
+    res = boot_check_state(b, "init");
+    if (res != mscclppSuccess) break;
+    uint64_t slice = time_deadline_ms(50);
+    if (cv_wait_until(b, slice < deadline_ns ? slice : deadline_ns) == ETIMEDOUT && time_now_ns() >= deadline_ns) {
+      res = MPP_ERR(mscclppTimeout, "bootstrap init: rank %d waited in vain for %s to connect its ring", b->rank,
+                    boot_peer_str(b, prev, who, sizeof(who)));
+    } else if (b->ring_prev_fd < 0 && boot_fd_dead(b->ring_next_fd)) {
+      res = MPP_ERR(mscclppRemoteError, "bootstrap init: %s hung up during ring setup (exited or aborted?)",
+                    boot_peer_str(b, next, who, sizeof(who)));
+    }
+  }
+  pthread_mutex_unlock(&b->mu);
+  return res;
+}
+
+/* Returns the connection to peer (send lock held), opening it on first use. */
+static mscclppResult_t send_conn(struct bootstrap* b, int peer, uint64_t deadline_ns, int* fd) {
+  char who[128];
+  boot_peer_str(b, peer, who, sizeof(who));
+  pthread_mutex_lock(&b->mu);
+  *fd = b->send_fds[peer];
+  pthread_mutex_unlock(&b->mu);
+  if (*fd == -2) return MPP_ERR(mscclppRemoteError, "bootstrap send: an earlier send to %s failed", who);
+  if (*fd >= 0) return mscclppSuccess;
+  int s = -1;
+  mscclppResult_t res = boot_connect_peer(&b->addrs[peer], deadline_ns, &s);
+  if (res == mscclppSuccess) res = boot_send_hello(b, s, WIRE_KIND_P2P, deadline_ns, who);
+  pthread_mutex_lock(&b->mu);
+  if (res == mscclppSuccess) res = boot_check_state(b, "send");
+  if (res == mscclppSuccess) b->send_fds[peer] = s;
+  pthread_mutex_unlock(&b->mu);
+  if (res != mscclppSuccess) sock_close(&s);
+  *fd = s;
+  return res;
+}
+
+/* Writes one frame: header and payload (in one send when small). */
+static mscclppResult_t send_frame(int fd, int tag, const void* data, size_t size, uint64_t deadline_ns,
+                                  const char* who) {
+  uint8_t buf[WIRE_FRAME_BYTES + SMALL_FRAME];
+  struct wire_frame f = {.tag = tag, .length = size};
+  wire_encode_frame(&f, buf);
+  if (size <= SMALL_FRAME) {
+    if (size) memcpy(buf + WIRE_FRAME_BYTES, data, size);
+    return boot_send_all(fd, buf, WIRE_FRAME_BYTES + size, deadline_ns, who);
+  }
+  MPP_CHECK(boot_send_all(fd, buf, WIRE_FRAME_BYTES, deadline_ns, who));
+  return boot_send_all(fd, data, size, deadline_ns, who);
+}
+
+static mscclppResult_t send_self(struct bootstrap* b, int tag, const void* data, size_t size) {
+  struct boot_msg* m = calloc(1, sizeof(*m));
+  if (m) m->data = malloc(size ? size : 1);
+  if (!m || !m->data) {
+    free(m);
+    return MPP_ERR(mscclppSystemError, "bootstrap send to self: no memory for %zu bytes", size);
+  }
+  if (size) memcpy(m->data, data, size);
+  m->peer = b->rank;
+  m->tag = tag;
+  m->size = size;
+  boot_enqueue(b, m);
+  return mscclppSuccess;
+}
+
+mscclppResult_t bootstrap_send(struct bootstrap* b, int peer, int tag, const void* data, size_t size) {
+  MPP_CHECK_ARG(b != NULL, "bootstrap_send: bootstrap is NULL");
+  MPP_CHECK_ARG(peer >= 0 && peer < b->nranks, "bootstrap_send: peer %d outside [0, %d)", peer, b->nranks);
+  MPP_CHECK_ARG(data != NULL || size == 0, "bootstrap_send: data is NULL for %zu bytes", size);
+  MPP_CHECK_ARG((uint64_t)size <= WIRE_MAX_PAYLOAD, "bootstrap_send: %zu bytes exceed the limit %llu", size,
+                (unsigned long long)WIRE_MAX_PAYLOAD);
+  pthread_mutex_lock(&b->mu);
+  mscclppResult_t res = boot_check_state(b, "send");
+  pthread_mutex_unlock(&b->mu);
+  MPP_CHECK(res);
+  if (peer == b->rank) return send_self(b, tag, data, size);
+  char who[128];
+  boot_peer_str(b, peer, who, sizeof(who));
+  uint64_t deadline = boot_deadline(b);
+  pthread_mutex_t* lock = &b->send_mu[peer % BOOT_SEND_LOCKS];
+  pthread_mutex_lock(lock);
+  int fd = -1;
+  res = send_conn(b, peer, deadline, &fd);
+  if (res == mscclppSuccess) {
+    res = send_frame(fd, tag, data, size, deadline, who);
+    if (res != mscclppSuccess) { /* the stream may hold half a frame: never use it again */
+      pthread_mutex_lock(&b->mu);
+      shutdown(fd, SHUT_RDWR);
+      sock_close(&b->send_fds[peer]);
+      b->send_fds[peer] = -2;
+      pthread_mutex_unlock(&b->mu);
+    }
+  }
+  pthread_mutex_unlock(lock);
+  if (res != mscclppSuccess) {
+    pthread_mutex_lock(&b->mu);
+    int aborted = b->aborted;
+    pthread_mutex_unlock(&b->mu);
+    if (aborted) return MPP_ERR(mscclppAborted, "bootstrap send to %s (tag %d): aborted", who, tag);
+    return BOOT_WRAP(res, "bootstrap send of %zu bytes with tag %d to %s", size, tag, who);
+  }
+  return mscclppSuccess;
+}
+
+/* Copies a dequeued message out and frees it; a size mismatch is an error. */
+static mscclppResult_t take(struct boot_msg* m, void* data, size_t size, const char* who) {
+  mscclppResult_t res = mscclppSuccess;
+  if (m->size != (uint64_t)size)
+    res = MPP_ERR(mscclppInvalidUsage, "bootstrap recv from %s with tag %d: expected %zu bytes, received %llu", who,
+                  (int)m->tag, size, (unsigned long long)m->size);
+  else if (size)
+    memcpy(data, m->data, size);
+  free(m->data);
+  free(m);
+  return res;
+}
+
+mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* data, size_t size) {
+  MPP_CHECK_ARG(b != NULL, "bootstrap_recv: bootstrap is NULL");
+  MPP_CHECK_ARG(peer >= 0 && peer < b->nranks, "bootstrap_recv: peer %d outside [0, %d)", peer, b->nranks);
+  MPP_CHECK_ARG(data != NULL || size == 0, "bootstrap_recv: data is NULL for %zu bytes", size);
+  char who[128];
+  boot_peer_str(b, peer, who, sizeof(who));
+  uint64_t deadline = boot_deadline(b);
+  mscclppResult_t res = mscclppSuccess;
+  struct boot_msg* m = NULL;
+  pthread_mutex_lock(&b->mu);
+  while (!(m = dequeue(b, peer, tag))) {
+    res = boot_check_state(b, "recv");
+    if (res != mscclppSuccess) break;
+    if (b->peer_gone[peer]) {
+      res = MPP_ERR(mscclppRemoteError, "bootstrap recv with tag %d: %s closed its connection (exited or aborted?)",
+                    tag, who);
+      break;
+    }
+    if (cv_wait_until(b, deadline) == ETIMEDOUT && !(m = dequeue(b, peer, tag))) {
+      res = MPP_ERR(mscclppTimeout, "bootstrap recv of %zu bytes with tag %d from %s: nothing within %d ms", size,
+                    tag, who, b->timeout_ms);
+      break;
+    }
+    if (m) break;
+  }
+  pthread_mutex_unlock(&b->mu);
+  return m ? take(m, data, size, who) : res;
+}

@@ -1,0 +1,259 @@
+/* progress.c - the bootstrap's progress thread: accepts connections on the rank's listener, checks
+ * each one's hello (magic, version, secret, nranks, rank), hands the ring connection from rank-1 to
+ * init, and reads point-to-point frames from every other rank into the message queue. Connections
+ * with a bad hello are refused and logged with the remote address; the thread keeps serving. All
+ * reads are non-blocking, so one slow or hostile connection never holds up the others. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/internal.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/timeutil.h"
+
+#define CONN_HELLO_MS 10000 /* a connection must finish its hello within this */
+#define PROGRESS_POLL_MS 200
+
+struct boot_conn {
+  int fd;
+  int peer; /* -1 until its hello is accepted */
+  union sock_addr addr;
+  size_t got; /* bytes of the hello, frame header or payload read so far */
+  uint8_t hdr[WIRE_HELLO_BYTES];
+  struct boot_msg* msg; /* the message whose payload is being read */
+  uint64_t hello_deadline_ns;
+};
+
+static void conn_drop(struct bootstrap* b, int i) {
+  struct boot_conn* c = &b->conns[i];
+  sock_close(&c->fd);
+  if (c->msg) free(c->msg->data);
+  free(c->msg);
+  b->conns[i] = b->conns[--b->nconns];
+}
+
+static void refuse(struct bootstrap* b, int i, const char* why) {
+  char a[INET6_ADDRSTRLEN + 16];
+  log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap rank %d: refused a connection from %s: %s", b->rank,
+          sock_addr_str(&b->conns[i].addr, a, sizeof(a)), why);
+  conn_drop(b, i);
+}
+
+/* An authenticated peer's connection ended (cleanly or not): recvs from it can no longer be
+ * satisfied by new data, so they fail instead of waiting for the timeout. */
+static void peer_lost(struct bootstrap* b, int i, const char* why) {
+  struct boot_conn* c = &b->conns[i];
+  if (c->msg || c->got > 0 || strcmp(why, "closed") != 0)
+    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap rank %d: connection from rank %d ended mid-message: %s", b->rank,
+            c->peer, why);
+  pthread_mutex_lock(&b->mu);
+  b->peer_gone[c->peer] = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  conn_drop(b, i);
+}
+
+/* Checks a complete hello; hands a ring connection to init. Returns 1 when conn i was removed. */
+static int hello_done(struct bootstrap* b, int i) {
+  struct boot_conn* c = &b->conns[i];
+  struct wire_hello h;
+  if (wire_decode_hello(c->hdr, WIRE_HELLO_BYTES, &h) != mscclppSuccess) return refuse(b, i, "malformed hello"), 1;
+  if (!wire_secret_equal(h.secret, b->secret)) return refuse(b, i, "wrong secret"), 1;
+  if (h.nranks != b->nranks) return refuse(b, i, "hello for a communicator of another size"), 1;
+  if (h.kind == WIRE_KIND_RING) {
+    int handed = 0;
+    pthread_mutex_lock(&b->mu);
+    if (h.rank == (b->rank + b->nranks - 1) % b->nranks && b->ring_prev_fd == -1) {
+      b->ring_prev_fd = c->fd;
+      handed = 1;
+      pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (!handed) return refuse(b, i, "unexpected ring connection"), 1;
+    c->fd = -1;
+    conn_drop(b, i);
+    return 1;
+  }
+  if (h.kind != WIRE_KIND_P2P) return refuse(b, i, "hello of the wrong kind"), 1;
+  c->peer = h.rank;
+  c->got = 0;
+  return 0;
+}
+
+/* Frame header complete: starts its message. Returns 1 when conn i was removed. */
+static int header_done(struct bootstrap* b, int i) {
+  struct boot_conn* c = &b->conns[i];
+  struct wire_frame f;
+  if (wire_decode_frame(c->hdr, WIRE_FRAME_BYTES, &f) != mscclppSuccess) return peer_lost(b, i, "bad frame header"), 1;
+  struct boot_msg* m = calloc(1, sizeof(*m));
+  if (m) m->data = malloc(f.length ? (size_t)f.length : 1);
+  if (!m || !m->data) {
+    free(m);
+    return peer_lost(b, i, "no memory for the message"), 1;
+  }
+  m->peer = c->peer;
+  m->tag = f.tag;
+  m->size = f.length;
+  c->msg = m;
+  c->got = 0;
+  return 0;
+}
+
+static void message_done(struct bootstrap* b, struct boot_conn* c) {
+  boot_enqueue(b, c->msg);
+  c->msg = NULL;
+  c->got = 0;
+}
+
+/* Reads what conn i has, stepping through hello, header and payload until the socket is empty.
+ * Returns after conn i was removed or would block. */
+static void conn_read(struct bootstrap* b, int i) {
+  for (;;) {
+    struct boot_conn* c = &b->conns[i];
+    uint8_t* dst;
+    size_t want;
+    if (c->peer < 0) {
+      dst = c->hdr + c->got, want = WIRE_HELLO_BYTES - c->got;
+    } else if (!c->msg) {
+      dst = c->hdr + c->got, want = WIRE_FRAME_BYTES - c->got;
+    } else {
+      dst = c->msg->data + c->got, want = (size_t)(c->msg->size - c->got);
+    }
+    ssize_t n = want ? recv(c->fd, dst, want, MSG_DONTWAIT) : 0;
+    if (want && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (want && n <= 0) {
+      if (c->peer >= 0) return peer_lost(b, i, n == 0 ? "closed" : strerror(errno));
+      return refuse(b, i, "hung up before finishing its hello");
+    }
+    c->got += (size_t)n;
+    if (c->peer < 0 && c->got == WIRE_HELLO_BYTES) {
+      if (hello_done(b, i)) return;
+    } else if (c->peer >= 0 && !c->msg && c->got == WIRE_FRAME_BYTES) {
+      if (header_done(b, i)) return;
+      if (c->msg->size == 0) message_done(b, c);
+    } else if (c->msg && c->got == c->msg->size) {
+      message_done(b, c);
+    }
+  }
+}
+
+/* Makes room for one more connection: grows the list up to its bound, else drops the oldest
+ * connection still without a hello (a stranger's: real peers say hello at once). 0 when full. */
+static int make_room(struct bootstrap* b) {
+  if (b->nconns < b->conns_cap) return 1;
+  int cap = b->conns_cap ? 2 * b->conns_cap : 16;
+  struct boot_conn* grown = cap <= 2 * b->nranks + 64 ? realloc(b->conns, sizeof(*grown) * (size_t)cap) : NULL;
+  if (grown) {
+    b->conns = grown;
+    b->conns_cap = cap;
+    return 1;
+  }
+  int oldest = -1;
+  for (int i = 0; i < b->nconns; i++)
+    if (b->conns[i].peer < 0 && (oldest < 0 || b->conns[i].hello_deadline_ns < b->conns[oldest].hello_deadline_ns))
+      oldest = i;
+  if (oldest < 0) return 0;
+  refuse(b, oldest, "too many connections without a hello");
+  return 1;
+}
+
+static void accept_one(struct bootstrap* b) {
+  union sock_addr a;
+  socklen_t alen = sizeof(a);
+  int fd = accept4(b->listen_fd, &a.sa, &alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) usleep(10000);
+    return;
+  }
+  if (!make_room(b)) {
+    char t[INET6_ADDRSTRLEN + 16];
+    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap rank %d: refused a connection from %s: too many connections",
+            b->rank, sock_addr_str(&a, t, sizeof(t)));
+    close(fd);
+    return;
+  }
+  struct boot_conn* c = &b->conns[b->nconns++];
+  memset(c, 0, sizeof(*c));
+  c->fd = fd;
+  c->peer = -1;
+  c->addr = a;
+  c->hello_deadline_ns = time_deadline_ms(CONN_HELLO_MS);
+}
+
+static int should_stop(struct bootstrap* b) {
+  pthread_mutex_lock(&b->mu);
+  int stop = b->aborted || b->stopping;
+  pthread_mutex_unlock(&b->mu);
+  return stop;
+}
+
+/* One poll over the wake pipe, the listener and every connection. */
+static mscclppResult_t progress_round(struct bootstrap* b) {
+  int n = 2 + b->nconns;
+  struct pollfd* p = malloc(sizeof(*p) * (size_t)n);
+  if (!p) return MPP_ERR(mscclppSystemError, "bootstrap rank %d: no memory to poll %d sockets", b->rank, n);
+  p[0] = (struct pollfd){.fd = b->wake_fds[0], .events = POLLIN};
+  p[1] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
+  for (int i = 0; i < b->nconns; i++) p[2 + i] = (struct pollfd){.fd = b->conns[i].fd, .events = POLLIN};
+  if (poll(p, (nfds_t)n, PROGRESS_POLL_MS) < 0 && errno != EINTR) {
+    free(p);
+    return MPP_ERRNO(mscclppSystemError, errno, "bootstrap rank %d: poll in the progress thread", b->rank);
+  }
+  uint64_t now = time_now_ns();
+  int nconns = b->nconns;
+  for (int i = nconns - 1; i >= 0; i--) { /* backwards: removal moves the last entry into i */
+    if (p[2 + i].revents)
+      conn_read(b, i);
+    else if (b->conns[i].peer < 0 && now > b->conns[i].hello_deadline_ns)
+      refuse(b, i, "no hello in time");
+  }
+  if (p[1].revents) accept_one(b);
+  if (p[0].revents) {
+    char junk[64];
+    while (read(b->wake_fds[0], junk, sizeof(junk)) > 0) {
+    }
+  }
+  free(p);
+  return mscclppSuccess;
+}
+
+static void* progress_main(void* arg) {
+  struct bootstrap* b = arg;
+  while (!should_stop(b)) {
+    mscclppResult_t res = progress_round(b);
+    if (res != mscclppSuccess) {
+      pthread_mutex_lock(&b->mu);
+      b->progress_err = res;
+      pthread_cond_broadcast(&b->cv);
+      pthread_mutex_unlock(&b->mu);
+      break;
+    }
+  }
+  while (b->nconns > 0) conn_drop(b, b->nconns - 1);
+  return NULL;
+}
+
+mscclppResult_t boot_progress_start(struct bootstrap* b) {
+  int err = pthread_create(&b->progress, NULL, progress_main, b);
+  if (err != 0) return MPP_ERRNO(mscclppSystemError, err, "starting the bootstrap progress thread of rank %d", b->rank);
+  b->progress_started = 1;
+  return mscclppSuccess;
+}
+
+void boot_progress_wake(struct bootstrap* b) {
+  char one = 1;
+  if (b->wake_fds[1] >= 0) (void)!write(b->wake_fds[1], &one, 1);
+}
+
+void boot_progress_stop(struct bootstrap* b) {
+  if (!b->progress_started) return;
+  pthread_mutex_lock(&b->mu);
+  b->stopping = 1;
+  pthread_mutex_unlock(&b->mu);
+  boot_progress_wake(b);
+  pthread_join(b->progress, NULL);
+  b->progress_started = 0;
+}

@@ -1,0 +1,181 @@
+/* ring.c - allgather and barrier over the ring (rank -> rank+1). Step s of an allgather sends the
+ * slot received in step s-1 (our own first) to rank+1 while receiving the next slot from rank-1,
+ * both non-blocking under one poll, so large slots cannot deadlock on full socket buffers. Every
+ * frame carries the operation's sequence number as its tag, so mismatched calls are caught.
+ * Any failure breaks the ring: a one-byte abort mark goes back to rank-1 (the only bytes ever sent
+ * against the ring's direction) and both ring sockets are shut down, so rank+1 sees EOF where it
+ * expects data and rank-1 sees the mark; both fail and pass it on, in both directions around the
+ * ring, so every survivor returns an error promptly. */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "bootstrap/internal.h"
+#include "util/err.h"
+#include "util/timeutil.h"
+
+/* One step: a frame out to rank+1 and a frame in from rank-1. */
+struct xfer {
+  uint8_t shdr[WIRE_FRAME_BYTES], rhdr[WIRE_FRAME_BYTES];
+  const uint8_t* sbuf;
+  uint8_t* rbuf;
+  size_t size, sdone, rdone; /* done counts include the 16-byte header */
+  int32_t tag;
+};
+
+void boot_ring_break(struct bootstrap* b) {
+  pthread_mutex_lock(&b->mu);
+  boot_ring_shutdown(b);
+  pthread_mutex_unlock(&b->mu);
+}
+
+void boot_ring_shutdown(struct bootstrap* b) {
+  b->ring_broken = 1;
+  if (b->ring_prev_fd >= 0) { /* the abort mark: rank-1 tells a failure from a clean finish by it */
+    (void)!send(b->ring_prev_fd, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    shutdown(b->ring_prev_fd, SHUT_RDWR);
+  }
+  if (b->ring_next_fd >= 0) shutdown(b->ring_next_fd, SHUT_RDWR);
+}
+
+static mscclppResult_t io_err(struct bootstrap* b, int peer, ssize_t n, int err, const char* dir) {
+  char who[128];
+  boot_peer_str(b, peer, who, sizeof(who));
+  if (n == 0) return MPP_ERR(mscclppRemoteError, "bootstrap ring: %s closed the connection (exited, aborted or failed)", who);
+  return MPP_ERRNO(mscclppRemoteError, err, "bootstrap ring: %s %s", dir, who);
+}
+
+/* Sends what the socket takes now. */
+static mscclppResult_t step_send(struct bootstrap* b, struct xfer* x) {
+  const uint8_t* p = x->sdone < WIRE_FRAME_BYTES ? x->shdr + x->sdone : x->sbuf + (x->sdone - WIRE_FRAME_BYTES);
+  size_t want = x->sdone < WIRE_FRAME_BYTES ? WIRE_FRAME_BYTES - x->sdone : WIRE_FRAME_BYTES + x->size - x->sdone;
+  ssize_t n = send(b->ring_next_fd, p, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return mscclppSuccess;
+  if (n <= 0) return io_err(b, (b->rank + 1) % b->nranks, -1, errno, "sending to");
+  x->sdone += (size_t)n;
+  return mscclppSuccess;
+}
+
+/* Receives what has arrived; checks the header once complete. */
+static mscclppResult_t step_recv(struct bootstrap* b, struct xfer* x) {
+  int prev = (b->rank + b->nranks - 1) % b->nranks;
+  uint8_t* p = x->rdone < WIRE_FRAME_BYTES ? x->rhdr + x->rdone : x->rbuf + (x->rdone - WIRE_FRAME_BYTES);
+  size_t want = x->rdone < WIRE_FRAME_BYTES ? WIRE_FRAME_BYTES - x->rdone : WIRE_FRAME_BYTES + x->size - x->rdone;
+  ssize_t n = recv(b->ring_prev_fd, p, want, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return mscclppSuccess;
+  if (n <= 0) return io_err(b, prev, n, errno, "receiving from");
+  x->rdone += (size_t)n;
+  if (x->rdone == WIRE_FRAME_BYTES) {
+    struct wire_frame f;
+    MPP_CHECK(wire_decode_frame(x->rhdr, WIRE_FRAME_BYTES, &f));
+    char who[128];
+    if (f.tag != x->tag || f.length != (uint64_t)x->size)
+      return MPP_ERR(mscclppInvalidUsage,
+                     "bootstrap ring: %s sent %llu bytes for operation %d, this rank expected %zu bytes for "
+                     "operation %d (mismatched allgather/barrier calls?)",
+                     boot_peer_str(b, prev, who, sizeof(who)), (unsigned long long)f.length, (int)f.tag, x->size,
+                     (int)x->tag);
+  }
+  return mscclppSuccess;
+}
+
+/* rank+1 became readable. It never sends us data except the abort mark, so data means it failed.
+ * EOF while we still send means it is gone; EOF after our part is sent may be a clean finish (it
+ * completed the operation and left), so *watch is cleared and rank-1's EOF will tell instead. */
+static mscclppResult_t next_readable(struct bootstrap* b, const struct xfer* x, size_t total, int* watch) {
+  int next = (b->rank + 1) % b->nranks;
+  char c;
+  ssize_t n = recv(b->ring_next_fd, &c, 1, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return mscclppSuccess;
+  if (n > 0) {
+    char who[128];
+    return MPP_ERR(mscclppRemoteError, "bootstrap ring: %s failed or aborted", boot_peer_str(b, next, who, sizeof(who)));
+  }
+  if (n == 0 && x->sdone == total) {
+    *watch = 0;
+    return mscclppSuccess;
+  }
+  return io_err(b, next, n, errno, "receiving from");
+}
+
+/* Runs one step to completion or failure. */
+static mscclppResult_t step(struct bootstrap* b, struct xfer* x, uint64_t deadline_ns) {
+  size_t total = WIRE_FRAME_BYTES + x->size;
+  int watch_next = 1;
+  while (x->sdone < total || x->rdone < total) {
+    struct pollfd p[2] = {{.fd = watch_next ? b->ring_next_fd : -1, .events = POLLIN | (x->sdone < total ? POLLOUT : 0)},
+                          {.fd = x->rdone < total ? b->ring_prev_fd : -1, .events = POLLIN}};
+    int64_t left = time_left_ms(deadline_ns);
+    if (left <= 0) {
+      char n[128], q[128];
+      return MPP_ERR(mscclppTimeout,
+                     "bootstrap ring on rank %d: operation %d stalled (sent %zu/%zu bytes to %s, received %zu/%zu "
+                     "from %s) within the bootstrap timeout",
+                     b->rank, (int)x->tag, x->sdone, total, boot_peer_str(b, (b->rank + 1) % b->nranks, n, sizeof(n)),
+                     x->rdone, total, boot_peer_str(b, (b->rank + b->nranks - 1) % b->nranks, q, sizeof(q)));
+    }
+    if (poll(p, 2, left > INT_MAX ? INT_MAX : (int)left) < 0) {
+      if (errno == EINTR) continue;
+      return MPP_ERRNO(mscclppSystemError, errno, "bootstrap ring: poll");
+    }
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) MPP_CHECK(next_readable(b, x, total, &watch_next));
+    if ((p[0].revents & POLLOUT) && x->sdone < total) MPP_CHECK(step_send(b, x));
+    if (p[1].revents && x->rdone < total) MPP_CHECK(step_recv(b, x));
+  }
+  return mscclppSuccess;
+}
+
+/* Fails fast when the ring cannot be used. */
+static mscclppResult_t ring_usable(struct bootstrap* b, const char* op) {
+  pthread_mutex_lock(&b->mu);
+  mscclppResult_t res = boot_check_state(b, op);
+  if (res == mscclppSuccess && b->ring_broken)
+    res = MPP_ERR(mscclppRemoteError, "bootstrap %s on rank %d: the ring broke in an earlier failure", op, b->rank);
+  pthread_mutex_unlock(&b->mu);
+  return res;
+}
+
+/* The ring allgather; data may be NULL when bytes_per_rank is 0 (barrier). */
+static mscclppResult_t ring_allgather(struct bootstrap* b, uint8_t* data, size_t bpr, const char* op) {
+  MPP_CHECK(ring_usable(b, op));
+  if (b->nranks == 1) return mscclppSuccess;
+  int n = b->nranks, r = b->rank;
+  int32_t tag = (int32_t)(++b->ring_seq & 0x7fffffff);
+  uint64_t deadline = boot_deadline(b);
+  mscclppResult_t res = mscclppSuccess;
+  for (int s = 0; s < n - 1 && res == mscclppSuccess; s++) {
+    struct xfer x = {.size = bpr, .tag = tag};
+    x.sbuf = data ? data + (size_t)((r - s + n) % n) * bpr : NULL;
+    x.rbuf = data ? data + (size_t)((r - s - 1 + n) % n) * bpr : NULL;
+    struct wire_frame f = {.tag = tag, .length = bpr};
+    wire_encode_frame(&f, x.shdr);
+    res = step(b, &x, deadline);
+  }
+  if (res == mscclppSuccess) return mscclppSuccess;
+  boot_ring_break(b);
+  pthread_mutex_lock(&b->mu);
+  int aborted = b->aborted;
+  pthread_mutex_unlock(&b->mu);
+  if (aborted) return MPP_ERR(mscclppAborted, "bootstrap %s on rank %d: aborted", op, b->rank);
+  return res;
+}
+
+mscclppResult_t bootstrap_allgather(struct bootstrap* b, void* data, size_t bytes_per_rank) {
+  MPP_CHECK_ARG(b != NULL, "bootstrap_allgather: bootstrap is NULL");
+  MPP_CHECK_ARG(data != NULL || bytes_per_rank == 0, "bootstrap_allgather: data is NULL");
+  MPP_CHECK_ARG(bytes_per_rank <= WIRE_MAX_PAYLOAD && bytes_per_rank <= SIZE_MAX / (size_t)b->nranks,
+                "bootstrap_allgather: %zu bytes per rank times %d ranks is too large", bytes_per_rank, b->nranks);
+  return ring_allgather(b, data, bytes_per_rank, "allgather");
+}
+
+mscclppResult_t bootstrap_barrier(struct bootstrap* b) {
+  MPP_CHECK_ARG(b != NULL, "bootstrap_barrier: bootstrap is NULL");
+  /* Step s forwards what arrived in step s-1, so finishing n-1 steps means every rank entered. */
+  return ring_allgather(b, NULL, 0, "barrier");
+}
+
+/* Used by init to confirm the ring end to end. */
+mscclppResult_t boot_ring_check(struct bootstrap* b) { return ring_allgather(b, NULL, 0, "init"); }

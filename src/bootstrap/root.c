@@ -1,0 +1,280 @@
+/* root.c - the rendezvous root: a detached thread that collects one hello per rank (each with the
+ * secret and the rank's listen address), then sends every rank the table of all listen addresses
+ * and exits. Connections without the right magic or secret are refused and logged; the root keeps
+ * waiting for real ranks. A rank that hangs up before the table is sent, a duplicate rank or a
+ * mismatched nranks ends the rendezvous: every connection is closed, so the ranks fail at once. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/internal.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/timeutil.h"
+
+#define ROOT_MAX_PENDING 64          /* connections that have not finished their hello */
+#define ROOT_HELLO_MS 10000          /* how long one connection may take to send its hello */
+#define ROOT_GRACE_MS 5000 /* the root outlives the ranks' own deadline by this much */
+#define ROOT_POLL_MS 200
+#define ROOT_LINGER_MS 10000 /* after a failure, late ranks are turned away this long */
+#define ROOT_SLACK_MS 500 /* a rank hanging up this close to its own deadline timed out; it did not die */
+
+struct pending {
+  int fd;
+  union sock_addr addr;
+  uint8_t buf[WIRE_HELLO_BYTES];
+  size_t got;
+  uint64_t deadline_ns;
+};
+
+struct root {
+  int listen_fd;
+  uint8_t secret[WIRE_SECRET_BYTES];
+  uint64_t deadline_ns;
+  int nranks, joined; /* nranks 0 until the first valid hello */
+  int* fds;           /* [nranks] joined ranks' connections, -1 until they join */
+  uint64_t* give_up_ns; /* [nranks] when a joined rank's own timeout ends; 0 until it joins */
+  union sock_addr* addrs;
+  struct pending pend[ROOT_MAX_PENDING];
+  int npend;
+};
+
+static const char* addr_text(const union sock_addr* a, char* buf, size_t len) { return sock_addr_str(a, buf, len); }
+
+static void drop_pending(struct root* r, int i) {
+  sock_close(&r->pend[i].fd);
+  r->pend[i] = r->pend[--r->npend];
+}
+
+/* Takes the first valid hello: fixes nranks and the deadline. */
+static mscclppResult_t first_join(struct root* r, const struct wire_hello* h) {
+  r->nranks = h->nranks;
+  r->fds = malloc(sizeof(int) * (size_t)h->nranks);
+  r->addrs = calloc((size_t)h->nranks, sizeof(*r->addrs));
+  r->give_up_ns = calloc((size_t)h->nranks, sizeof(*r->give_up_ns));
+  if (!r->fds || !r->addrs || !r->give_up_ns) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory for %d ranks", h->nranks);
+  for (int i = 0; i < h->nranks; i++) r->fds[i] = -1;
+  if (h->timeout_ms > 0) {
+    uint64_t d = time_deadline_ms((int64_t)h->timeout_ms + ROOT_GRACE_MS);
+    if (d < r->deadline_ns) r->deadline_ns = d;
+  }
+  return mscclppSuccess;
+}
+
+/* Checks a complete hello of pending connection i: refuses strangers (logged, connection closed),
+ * records a rank, or fails the rendezvous on a duplicate rank or a different nranks. */
+static mscclppResult_t finish_hello(struct root* r, int i) {
+  struct pending* p = &r->pend[i];
+  char a[INET6_ADDRSTRLEN + 16];
+  addr_text(&p->addr, a, sizeof(a));
+  struct wire_hello h;
+  if (wire_decode_hello(p->buf, sizeof(p->buf), &h) != mscclppSuccess || h.kind != WIRE_KIND_ROOT ||
+      !wire_secret_equal(h.secret, r->secret)) {
+    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: refused a connection from %s: bad hello or wrong secret", a);
+    drop_pending(r, i);
+    return mscclppSuccess;
+  }
+  if (r->nranks == 0) MPP_CHECK(first_join(r, &h));
+  if (h.nranks != r->nranks)
+    return MPP_ERR(mscclppInvalidUsage, "bootstrap root: rank %d (%s) says nranks %d, earlier ranks said %d", h.rank, a,
+                   h.nranks, r->nranks);
+  if (r->give_up_ns[h.rank] != 0)
+    return MPP_ERR(mscclppInvalidUsage, "bootstrap root: rank %d joined twice (second from %s)", h.rank, a);
+  r->fds[h.rank] = p->fd;
+  r->give_up_ns[h.rank] = h.timeout_ms ? time_deadline_ms((int64_t)h.timeout_ms - ROOT_SLACK_MS) : UINT64_MAX;
+  r->addrs[h.rank] = h.addr;
+  r->joined++;
+  p->fd = -1;
+  drop_pending(r, i);
+  LOG_DEBUG_(LOG_SUB_BOOTSTRAP, "bootstrap root: rank %d of %d joined from %s", h.rank, r->nranks, a);
+  return mscclppSuccess;
+}
+
+/* Reads what pending connection i has sent so far. */
+static mscclppResult_t read_pending(struct root* r, int i) {
+  struct pending* p = &r->pend[i];
+  ssize_t n = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got, MSG_DONTWAIT);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return mscclppSuccess;
+  if (n <= 0) {
+    char a[INET6_ADDRSTRLEN + 16];
+    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: %s hung up before finishing its hello",
+            addr_text(&p->addr, a, sizeof(a)));
+    drop_pending(r, i);
+    return mscclppSuccess;
+  }
+  p->got += (size_t)n;
+  return p->got == sizeof(p->buf) ? finish_hello(r, i) : mscclppSuccess;
+}
+
+static void accept_one(struct root* r) {
+  union sock_addr a;
+  socklen_t alen = sizeof(a);
+  int fd = accept4(r->listen_fd, &a.sa, &alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) return; /* EAGAIN, or a connection that went away */
+  if (r->npend == ROOT_MAX_PENDING) { /* drop the oldest: real ranks send their hello at once */
+    int oldest = 0;
+    for (int i = 1; i < r->npend; i++)
+      if (r->pend[i].deadline_ns < r->pend[oldest].deadline_ns) oldest = i;
+    char t[INET6_ADDRSTRLEN + 16];
+    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: refused a connection from %s: too many unfinished hellos",
+            addr_text(&r->pend[oldest].addr, t, sizeof(t)));
+    drop_pending(r, oldest);
+  }
+  struct pending* p = &r->pend[r->npend++];
+  memset(p, 0, sizeof(*p));
+  p->fd = fd;
+  p->addr = a;
+  p->deadline_ns = time_deadline_ms(ROOT_HELLO_MS);
+}
+
+/* A joined rank hung up. Near its own deadline it timed out, as the others are about to: the root
+ * lets them time out on their own (closing their connections now would turn their Timeout into a
+ * RemoteError) and gives up shortly after. Earlier, the rank died: fail everyone at once. */
+static mscclppResult_t joined_hung_up(struct root* r, int k) {
+  sock_close(&r->fds[k]);
+  if (time_now_ns() < r->give_up_ns[k])
+    return MPP_ERR(mscclppRemoteError, "bootstrap root: rank %d hung up before every rank had joined", k);
+  log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: rank %d gave up waiting (%d of %d ranks have joined)", k,
+          r->joined, r->nranks);
+  uint64_t d = time_deadline_ms(ROOT_GRACE_MS);
+  if (d < r->deadline_ns) r->deadline_ns = d;
+  return mscclppSuccess;
+}
+
+/* One poll round over the listener, unfinished hellos and joined ranks (whose hang-up is fatal). */
+static mscclppResult_t poll_round(struct root* r, struct pollfd* pfds) {
+  int n = 0, njoined = r->nranks;
+  pfds[n++] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+  for (int i = 0; i < r->npend; i++) pfds[n++] = (struct pollfd){.fd = r->pend[i].fd, .events = POLLIN};
+  for (int k = 0; k < njoined; k++) pfds[n++] = (struct pollfd){.fd = r->fds[k], .events = POLLIN};
+  int64_t left = time_left_ms(r->deadline_ns);
+  if (poll(pfds, (nfds_t)n, left < ROOT_POLL_MS ? (int)left : ROOT_POLL_MS) < 0 && errno != EINTR)
+    return MPP_ERRNO(mscclppSystemError, errno, "bootstrap root: poll");
+  for (int k = 0; k < njoined; k++)
+    if (r->fds[k] >= 0 && pfds[1 + r->npend + k].revents) MPP_CHECK(joined_hung_up(r, k));
+  uint64_t now = time_now_ns();
+  for (int i = r->npend - 1; i >= 0; i--) {
+    if (pfds[1 + i].revents)
+      MPP_CHECK(read_pending(r, i));
+    else if (now > r->pend[i].deadline_ns) {
+      char a[INET6_ADDRSTRLEN + 16];
+      log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: dropped %s: no hello within %d ms",
+              addr_text(&r->pend[i].addr, a, sizeof(a)), ROOT_HELLO_MS);
+      drop_pending(r, i);
+    }
+  }
+  if (pfds[0].revents) accept_one(r);
+  return mscclppSuccess;
+}
+
+/* Collects hellos until every rank has joined or the deadline passes. */
+static mscclppResult_t collect(struct root* r) {
+  while (r->nranks == 0 || r->joined < r->nranks) {
+    if (time_left_ms(r->deadline_ns) <= 0)
+      return MPP_ERR(mscclppTimeout, "bootstrap root: %d of %d ranks joined before the timeout", r->joined, r->nranks);
+    size_t cap = 1 + ROOT_MAX_PENDING + (size_t)r->nranks;
+    struct pollfd* pfds = malloc(cap * sizeof(*pfds));
+    if (!pfds) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory to poll %zu sockets", cap);
+    mscclppResult_t res = poll_round(r, pfds);
+    free(pfds);
+    MPP_CHECK(res);
+  }
+  for (int k = 0; k < r->nranks; k++)
+    if (r->fds[k] < 0)
+      return MPP_ERR(mscclppRemoteError, "bootstrap root: rank %d gave up before the last rank joined", k);
+  return mscclppSuccess;
+}
+
+/* Sends the table to every rank; a rank that cannot be reached finds out itself (ring setup). */
+static mscclppResult_t send_tables(struct root* r) {
+  size_t len = wire_table_bytes(r->nranks);
+  uint8_t* buf = malloc(len);
+  if (!buf) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory for a %zu-byte table", len);
+  mscclppResult_t res = wire_encode_table(r->addrs, r->nranks, buf, len);
+  for (int k = 0; k < r->nranks && res == mscclppSuccess; k++) {
+    char what[64];
+    snprintf(what, sizeof(what), "rank %d", k);
+    if (boot_send_all(r->fds[k], buf, len, r->deadline_ns, what) != mscclppSuccess)
+      log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: could not send the address table to rank %d", k);
+  }
+  free(buf);
+  return res;
+}
+
+static void root_free(struct root* r) {
+  for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
+  for (int k = 0; r->fds && k < r->nranks; k++) sock_close(&r->fds[k]);
+  sock_close(&r->listen_fd);
+  free(r->fds);
+  free(r->give_up_ns);
+  free(r->addrs);
+  free(r);
+}
+
+/* After a failed rendezvous: closes every joined or pending connection at once, then for a while
+ * accepts and closes late ranks' connections, so that they fail at once instead of retrying until
+ * their timeout. */
+static void fail_everyone(struct root* r) {
+  log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: rendezvous failed; closing every rank's connection");
+  for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
+  r->npend = 0;
+  for (int k = 0; r->fds && k < r->nranks; k++) sock_close(&r->fds[k]);
+  uint64_t end = time_deadline_ms(ROOT_LINGER_MS);
+  if (end > r->deadline_ns) end = r->deadline_ns;
+  for (int64_t left; (left = time_left_ms(end)) > 0;) {
+    struct pollfd p = {.fd = r->listen_fd, .events = POLLIN};
+    if (poll(&p, 1, (int)left) > 0) {
+      int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) close(fd);
+    }
+  }
+}
+
+static void* root_main(void* arg) {
+  struct root* r = arg;
+  mscclppResult_t res = collect(r);
+  if (res == mscclppSuccess) res = send_tables(r);
+  if (res != mscclppSuccess) fail_everyone(r);
+  root_free(r);
+  return NULL;
+}
+
+mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES],
+                                union sock_addr* bound) {
+  struct root* r = calloc(1, sizeof(*r));
+  if (!r) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory");
+  r->listen_fd = -1;
+  memcpy(r->secret, secret, WIRE_SECRET_BYTES);
+  int64_t timeout_s = param_int(PARAM_BOOTSTRAP_TIMEOUT);
+  r->deadline_ns = time_deadline_ms((timeout_s > 0 ? timeout_s : 120) * 1000 + ROOT_GRACE_MS);
+  mscclppResult_t res = sock_listen(addr, &r->listen_fd, bound);
+  if (res != mscclppSuccess) {
+    union sock_addr any;
+    memset(&any, 0, sizeof(any));
+    any.sa.sa_family = addr->sa.sa_family;
+    if (addr->sa.sa_family == AF_INET6) any.sin6.sin6_port = addr->sin6.sin6_port;
+    else any.sin.sin_port = addr->sin.sin_port;
+    res = sock_listen(&any, &r->listen_fd, bound);
+  }
+  if (res == mscclppSuccess) { /* non-blocking: a connection gone between poll and accept must not block */
+    int fl = fcntl(r->listen_fd, F_GETFL);
+    if (fl < 0 || fcntl(r->listen_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+      res = MPP_ERRNO(mscclppSystemError, errno, "bootstrap root: making the listener non-blocking");
+  }
+  pthread_attr_t attr;
+  pthread_t t;
+  if (res == mscclppSuccess && pthread_attr_init(&attr) == 0) {
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&t, &attr, root_main, r);
+    pthread_attr_destroy(&attr);
+    if (err == 0) return mscclppSuccess;
+    res = MPP_ERRNO(mscclppSystemError, err, "starting the bootstrap root thread");
+  }
+  root_free(r);
+  return res;
+}

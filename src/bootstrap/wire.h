@@ -1,0 +1,94 @@
+/* wire.h - the bytes of every bootstrap message that crosses a socket, and of the unique id.
+ * All integers are little-endian; every layout has a fixed size or a size computed from a checked
+ * count. Decoders take (buf, len), check every length, count, rank, family and magic before using
+ * them, and fail with a message that names what was wrong (never read past len).
+ *
+ *   address (24 B)   u8 family (4|6), u8 0, u16 port, u32 IPv6 scope id, 16 B address (IPv4 in
+ *                    the first 4 bytes, the rest 0)
+ *   unique id (128)  u32 "MPBI", u16 version, u16 0, address of the root, 16 B secret, 80 B zero
+ *   hello (64 B)     u32 "MPBH", u16 version, u16 kind, 16 B secret, i32 rank, i32 nranks,
+ *                    u32 timeout_ms, u32 0, address the sender listens on
+ *   table            u32 "MPBT", u32 nranks, nranks addresses (the root's answer to each rank)
+ *   frame (16 B)     u32 "MPBF", i32 tag, u64 payload length; the payload follows
+ */
+#ifndef MPP_BOOTSTRAP_WIRE_H_
+#define MPP_BOOTSTRAP_WIRE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mscclpp/comm.h>
+
+#include "util/socket.h"
+
+#define WIRE_VERSION 1
+#define WIRE_SECRET_BYTES 16
+#define WIRE_ADDR_BYTES 24
+#define WIRE_HELLO_BYTES 64
+#define WIRE_TABLE_HEADER_BYTES 8
+#define WIRE_FRAME_BYTES 16
+#define WIRE_MAX_RANKS (1 << 20)
+/* Largest payload of one framed message (bootstrap messages are small; this only stops absurd
+ * lengths from a corrupt stream). */
+#define WIRE_MAX_PAYLOAD ((uint64_t)1 << 32)
+
+/* Who a connection is for: the root's rendezvous, the allgather ring, or point-to-point messages. */
+enum wire_kind { WIRE_KIND_ROOT = 1, WIRE_KIND_RING = 2, WIRE_KIND_P2P = 3 };
+
+struct wire_id {
+  union sock_addr root;
+  uint8_t secret[WIRE_SECRET_BYTES];
+};
+
+struct wire_hello {
+  int kind; /* enum wire_kind */
+  uint8_t secret[WIRE_SECRET_BYTES];
+  int rank, nranks;
+  uint32_t timeout_ms;
+  union sock_addr addr;
+};
+
+struct wire_frame {
+  int32_t tag;
+  uint64_t length;
+};
+
+/* Addresses: IPv4 or IPv6 only; a zero port is refused by the decoder. */
+mscclppResult_t wire_encode_addr(const union sock_addr* addr, uint8_t out[WIRE_ADDR_BYTES]);
+mscclppResult_t wire_decode_addr(const void* buf, size_t len, union sock_addr* out);
+
+/* Unique ids. A bad id is InvalidArgument (it comes from the application). */
+mscclppResult_t wire_encode_id(const struct wire_id* id, mscclppUniqueId* out);
+mscclppResult_t wire_decode_id(const void* buf, size_t len, struct wire_id* out);
+
+/* Hellos. The decoder checks magic, version, kind, 1 <= nranks <= WIRE_MAX_RANKS,
+ * 0 <= rank < nranks and the address; the secret is the caller's to compare (wire_secret_equal). */
+void wire_encode_hello(const struct wire_hello* h, uint8_t out[WIRE_HELLO_BYTES]);
+mscclppResult_t wire_decode_hello(const void* buf, size_t len, struct wire_hello* out);
+
+/* Size in bytes of a table of nranks addresses (0 when nranks is out of range). */
+size_t wire_table_bytes(int nranks);
+/* Writes the table into out, which holds wire_table_bytes(nranks) bytes. */
+mscclppResult_t wire_encode_table(const union sock_addr* addrs, int nranks, uint8_t* out, size_t out_len);
+/* Decodes a table that must hold exactly nranks addresses (len == wire_table_bytes(nranks)). */
+mscclppResult_t wire_decode_table(const void* buf, size_t len, int nranks, union sock_addr* addrs);
+
+/* Frame headers. The decoder checks the magic and length <= WIRE_MAX_PAYLOAD. */
+void wire_encode_frame(const struct wire_frame* f, uint8_t out[WIRE_FRAME_BYTES]);
+mscclppResult_t wire_decode_frame(const void* buf, size_t len, struct wire_frame* out);
+
+/* Compares two secrets in time independent of where they differ. 1 when equal. */
+int wire_secret_equal(const uint8_t a[WIRE_SECRET_BYTES], const uint8_t b[WIRE_SECRET_BYTES]);
+
+/* Fills secret from the kernel's random source. */
+mscclppResult_t wire_random_secret(uint8_t secret[WIRE_SECRET_BYTES]);
+
+/* The text behind the secret of "host:port" ids when MSCCLPP_BOOTSTRAP_SECRET is not set: fixed
+ * and public, so such ids authenticate nothing. */
+#define WIRE_DEFAULT_SECRET_TEXT "mscclpp-bootstrap-no-secret-v1"
+
+/* Derives a secret from text (the MSCCLPP_BOOTSTRAP_SECRET of "host:port" ids): a fixed,
+ * non-cryptographic mix, equal on every rank that has the same text. */
+void wire_secret_from_text(const char* text, uint8_t secret[WIRE_SECRET_BYTES]);
+
+#endif /* MPP_BOOTSTRAP_WIRE_H_ */

@@ -1,0 +1,107 @@
+/* fuzz_wire.c - fuzz target for every decoder of the bootstrap's wire format (wire.h). Any input
+ * must be either refused or decoded into values that pass the decoder's own checks and re-encode
+ * to exactly the input bytes (the layouts are canonical). A violation aborts, which libFuzzer and
+ * fuzz_driver.c report as a crash. */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/wire.h"
+
+#define REQUIRE(cond) \
+  do {                \
+    if (!(cond)) abort(); \
+  } while (0)
+
+/* Decoder failures log at WARN; a fuzzer makes millions of them. */
+int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  (void)argc, (void)argv;
+  setenv("MSCCLPP_LOG_LEVEL", "none", 0);
+  return 0;
+}
+
+static void fuzz_addr(const uint8_t* d, size_t n) {
+  union sock_addr a;
+  if (wire_decode_addr(d, n, &a) != mscclppSuccess) return;
+  REQUIRE(a.sa.sa_family == AF_INET || a.sa.sa_family == AF_INET6);
+  uint8_t again[WIRE_ADDR_BYTES];
+  REQUIRE(wire_encode_addr(&a, again) == mscclppSuccess && n == WIRE_ADDR_BYTES && memcmp(again, d, n) == 0);
+}
+
+static void fuzz_id(const uint8_t* d, size_t n) {
+  struct wire_id w;
+  if (wire_decode_id(d, n, &w) != mscclppSuccess) return;
+  mscclppUniqueId again;
+  REQUIRE(wire_encode_id(&w, &again) == mscclppSuccess && n == sizeof(again) && memcmp(again.internal, d, n) == 0);
+}
+
+static void fuzz_hello(const uint8_t* d, size_t n) {
+  struct wire_hello h;
+  if (wire_decode_hello(d, n, &h) != mscclppSuccess) return;
+  REQUIRE(h.nranks >= 1 && h.nranks <= WIRE_MAX_RANKS && h.rank >= 0 && h.rank < h.nranks);
+  REQUIRE(h.kind == WIRE_KIND_ROOT || h.kind == WIRE_KIND_RING || h.kind == WIRE_KIND_P2P);
+  uint8_t again[WIRE_HELLO_BYTES];
+  wire_encode_hello(&h, again);
+  REQUIRE(n == WIRE_HELLO_BYTES && memcmp(again, d, n) == 0);
+}
+
+/* Tries the table decoder with the count the input claims, the count its length implies, and a
+ * few arbitrary ones (including out-of-range counts). */
+static void fuzz_table(const uint8_t* d, size_t n) {
+  size_t cap = n / WIRE_ADDR_BYTES + 1;
+  union sock_addr* addrs = malloc(cap * sizeof(*addrs));
+  if (!addrs) return;
+  int claimed = n >= 8 ? (int)((uint32_t)d[4] | (uint32_t)d[5] << 8 | (uint32_t)d[6] << 16 | (uint32_t)d[7] << 24) : 1;
+  int counts[] = {claimed, (int)((n >= 8 ? n - 8 : 0) / WIRE_ADDR_BYTES), 1, 0, -1, WIRE_MAX_RANKS + 1};
+  for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+    int c = counts[i];
+    if (wire_decode_table(d, n, c, addrs) != mscclppSuccess) continue;
+    REQUIRE(c >= 1 && (size_t)c <= cap && wire_table_bytes(c) == n);
+    uint8_t* again = malloc(n);
+    REQUIRE(again && wire_encode_table(addrs, c, again, n) == mscclppSuccess && memcmp(again, d, n) == 0);
+    free(again);
+  }
+  free(addrs);
+}
+
+static void fuzz_frame(const uint8_t* d, size_t n) {
+  struct wire_frame f;
+  if (wire_decode_frame(d, n, &f) != mscclppSuccess) return;
+  REQUIRE(f.length <= WIRE_MAX_PAYLOAD);
+  uint8_t again[WIRE_FRAME_BYTES];
+  wire_encode_frame(&f, again);
+  REQUIRE(n == WIRE_FRAME_BYTES && memcmp(again, d, n) == 0);
+}
+
+/* Valid encodings of every message kind, for fuzz_driver.c to start from. */
+void fuzz_target_seeds(void (*add)(const void* data, size_t size)) {
+  union sock_addr a4 = {.sin = {.sin_family = AF_INET, .sin_port = htons(29500), .sin_addr.s_addr = htonl(0x7f000001)}};
+  union sock_addr a6 = {.sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(1), .sin6_scope_id = 3}};
+  a6.sin6.sin6_addr.s6_addr[15] = 1;
+  uint8_t buf[WIRE_TABLE_HEADER_BYTES + 3 * WIRE_ADDR_BYTES];
+  wire_encode_addr(&a4, buf), add(buf, WIRE_ADDR_BYTES);
+  wire_encode_addr(&a6, buf), add(buf, WIRE_ADDR_BYTES);
+  struct wire_id id = {.root = a6};
+  wire_random_secret(id.secret);
+  mscclppUniqueId uid;
+  wire_encode_id(&id, &uid), add(uid.internal, sizeof(uid.internal));
+  for (int k = WIRE_KIND_ROOT; k <= WIRE_KIND_P2P; k++) {
+    struct wire_hello h = {.kind = k, .rank = k - 1, .nranks = 3 * k, .timeout_ms = 5000, .addr = k == 2 ? a6 : a4};
+    wire_encode_hello(&h, buf), add(buf, WIRE_HELLO_BYTES);
+  }
+  union sock_addr tab[3] = {a4, a6, a4};
+  wire_encode_table(tab, 3, buf, sizeof(buf)), add(buf, wire_table_bytes(3));
+  wire_encode_table(tab, 1, buf, sizeof(buf)), add(buf, wire_table_bytes(1));
+  struct wire_frame f = {.tag = 7, .length = 1 << 20};
+  wire_encode_frame(&f, buf), add(buf, WIRE_FRAME_BYTES);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzz_addr(data, size);
+  fuzz_id(data, size);
+  fuzz_hello(data, size);
+  fuzz_table(data, size);
+  fuzz_frame(data, size);
+  return 0;
+}

@@ -1,0 +1,36 @@
+# Bootstrap tests with several processes under mscclpp-run (label mp).
+set(_boot_dir ${CMAKE_CURRENT_LIST_DIR})
+set(_coll ${_boot_dir}/bootstrap_collectives.c)
+
+# allgather, barrier, send/recv with random sizes and tags, through every way of creating a comm.
+foreach(n 2 3 5 8)
+  mpp_mp_test(bootstrap_collectives NRANKS ${n} ARGS ipport 60 SOURCES ${_coll}
+              TESTNAME bootstrap_collectives_ipport_n${n})
+endforeach()
+mpp_mp_test(bootstrap_collectives NRANKS 4 ARGS uid 40 SOURCES ${_coll} TESTNAME bootstrap_collectives_uid_n4)
+mpp_mp_test(bootstrap_collectives NRANKS 3 ARGS env 20 SOURCES ${_coll} TESTNAME bootstrap_collectives_env_n3)
+foreach(launcher torchrun ompi pmi slurm)
+  mpp_mp_test(bootstrap_collectives NRANKS 3 ARGS ${launcher} 20 SOURCES ${_coll}
+              TESTNAME bootstrap_collectives_${launcher}_n3)
+endforeach()
+
+# Strangers with wrong secrets or garbage are refused; the real ranks still succeed.
+mpp_mp_test(bootstrap_secret NRANKS 3 SOURCES ${_boot_dir}/bootstrap_secret.c)
+mpp_mp_test(bootstrap_secret NRANKS 4 SOURCES ${_boot_dir}/bootstrap_secret.c TESTNAME bootstrap_secret_env_n4)
+set_tests_properties(bootstrap_secret_env_n4 PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_SECRET=mp-test-secret-1234")
+
+# A rank that never shows up: the others get Timeout within the bound.
+mpp_mp_test(bootstrap_timeout NRANKS 4 ARGS uid 3000 SOURCES ${_boot_dir}/bootstrap_timeout.c
+            TESTNAME bootstrap_timeout_uid_n4)
+mpp_mp_test(bootstrap_timeout NRANKS 3 ARGS ipport 2 SOURCES ${_boot_dir}/bootstrap_timeout.c
+            TESTNAME bootstrap_timeout_ipport_n3)
+
+# A rank that dies (mid-barrier, mid-allgather, during init): every survivor fails within 10 s.
+set(_kill_cases "barrier-exit 5" "barrier-kill 4" "allgather-exit 3" "hello-exit 4" "table-exit 6")
+foreach(c ${_kill_cases})
+  separate_arguments(c)
+  list(GET c 0 mode)
+  list(GET c 1 n)
+  mpp_mp_test(bootstrap_kill NRANKS ${n} ARGS ${mode} SOURCES ${_boot_dir}/bootstrap_kill.c
+              TESTNAME bootstrap_kill_${mode}_n${n})
+endforeach()

@@ -1,0 +1,5 @@
+# Bootstrap unit tests: wire format, ids, launcher environments, ranks as threads.
+mpp_unit_test(bootstrap_wire ${CMAKE_CURRENT_LIST_DIR}/bootstrap_wire.c)
+mpp_unit_test(bootstrap_id ${CMAKE_CURRENT_LIST_DIR}/bootstrap_id.c)
+mpp_unit_test(bootstrap_env ${CMAKE_CURRENT_LIST_DIR}/bootstrap_env.c)
+mpp_unit_test(bootstrap_threads ${CMAKE_CURRENT_LIST_DIR}/bootstrap_threads.c)

@@ -1,0 +1,216 @@
+/* mscclpp-run - a single-host launcher for tests and tools.
+ *
+ *   mscclpp-run -n N [--port P] [--host H] [--grace S] [--] PROGRAM ARGS...
+ *
+ * Starts N copies of PROGRAM with MSCCLPP_RANK, MSCCLPP_WORLD_SIZE, MSCCLPP_LOCAL_RANK,
+ * MSCCLPP_LOCAL_WORLD_SIZE, MSCCLPP_MASTER_ADDR (H, default 127.0.0.1) and MSCCLPP_MASTER_PORT
+ * (P, default a port that was free on 127.0.0.1) set. SIGINT and SIGTERM are passed on to the
+ * children. When a child fails (non-zero exit or a signal) the others get S seconds (default 10)
+ * to finish, then are killed. The exit status is the worst child's: 0 when all succeeded, 77 only
+ * when every child exited 77 (skipped), 128+S for a child killed by signal S. Prints nothing of its
+ * own unless something fails. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* sigtimedwait, setenv */
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_RANKS 1024
+
+struct options {
+  int n, port, grace_s;
+  const char* host;
+  char** argv; /* PROGRAM ARGS... */
+};
+
+static void usage(void) {
+  fprintf(stderr, "usage: mscclpp-run -n N [--port P] [--host H] [--grace SECONDS] [--] PROGRAM [ARGS...]\n");
+  exit(2);
+}
+
+/* Parses a decimal integer in [lo, hi] or exits with usage. */
+static int parse_int(const char* what, const char* s, int lo, int hi) {
+  char* end = NULL;
+  errno = 0;
+  long v = s ? strtol(s, &end, 10) : 0;
+  if (!s || errno || end == s || *end || v < lo || v > hi) {
+    fprintf(stderr, "mscclpp-run: %s must be an integer in [%d, %d], got \"%s\"\n", what, lo, hi, s ? s : "");
+    usage();
+  }
+  return (int)v;
+}
+
+static void parse_args(int argc, char** argv, struct options* o) {
+  o->n = 0, o->port = 0, o->grace_s = 10, o->host = "127.0.0.1";
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    } else if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0) {
+      o->n = parse_int("-n", v, 1, MAX_RANKS), i++;
+    } else if (strcmp(a, "--port") == 0) {
+      o->port = parse_int("--port", v, 1, 65535), i++;
+    } else if (strcmp(a, "--host") == 0) {
+      if (!v) usage();
+      o->host = v, i++;
+    } else if (strcmp(a, "--grace") == 0) {
+      o->grace_s = parse_int("--grace", v, 0, 86400), i++;
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage();
+    } else {
+      fprintf(stderr, "mscclpp-run: unknown option %s\n", a);
+      usage();
+    }
+  }
+  if (o->n == 0 || i >= argc) usage();
+  o->argv = argv + i;
+}
+
+/* A TCP port that was free on 127.0.0.1 a moment ago (the kernel picks it). */
+static int free_port(void) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  if (s < 0 || bind(s, (struct sockaddr*)&a, sizeof(a)) != 0 || getsockname(s, (struct sockaddr*)&a, &len) != 0) {
+    perror("mscclpp-run: finding a free port");
+    exit(1);
+  }
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+static void set_env_int(const char* name, int v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%d", v);
+  setenv(name, buf, 1);
+}
+
+/* Forks rank `rank`; the child gets the original signal mask back before exec. */
+static pid_t spawn(const struct options* o, int rank, const sigset_t* orig_mask) {
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("mscclpp-run: fork");
+    return -1;
+  }
+  if (pid > 0) return pid;
+  sigprocmask(SIG_SETMASK, orig_mask, NULL);
+  set_env_int("MSCCLPP_RANK", rank);
+  set_env_int("MSCCLPP_WORLD_SIZE", o->n);
+  set_env_int("MSCCLPP_LOCAL_RANK", rank);
+  set_env_int("MSCCLPP_LOCAL_WORLD_SIZE", o->n);
+  setenv("MSCCLPP_MASTER_ADDR", o->host, 1);
+  set_env_int("MSCCLPP_MASTER_PORT", o->port);
+  execvp(o->argv[0], o->argv);
+  fprintf(stderr, "mscclpp-run: cannot run %s: %s\n", o->argv[0], strerror(errno));
+  _exit(127);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct child {
+  pid_t pid;
+  int done, code; /* code: exit status, or 128+signal */
+};
+
+static void kill_all(struct child* c, int n, int sig) {
+  for (int i = 0; i < n; i++)
+    if (!c[i].done && c[i].pid > 0) kill(c[i].pid, sig);
+}
+
+/* Reaps finished children; returns how many failed among those reaped now. */
+static int reap(struct child* c, int n, int* left) {
+  int failed = 0, status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (int i = 0; i < n; i++) {
+      if (c[i].pid != pid || c[i].done) continue;
+      c[i].done = 1, (*left)--;
+      c[i].code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (c[i].code != 0) {
+        failed++;
+        if (WIFSIGNALED(status))
+          fprintf(stderr, "mscclpp-run: rank %d (pid %d) was killed by signal %d\n", i, (int)pid, WTERMSIG(status));
+        else if (c[i].code != 77)
+          fprintf(stderr, "mscclpp-run: rank %d (pid %d) exited with status %d\n", i, (int)pid, c[i].code);
+      }
+    }
+  }
+  return failed;
+}
+
+/* Waits for every child, forwarding signals and enforcing the grace period after a failure. */
+static void supervise(struct child* c, int n, int grace_s, const sigset_t* set) {
+  int left = 0;
+  for (int i = 0; i < n; i++) left += c[i].pid > 0 ? 1 : (c[i].done = 1, c[i].code = 127, 0);
+  double kill_at = left < n ? now_s() + grace_s : -1;
+  int killed = 0;
+  while (left > 0) {
+    if (reap(c, n, &left) > 0 && kill_at < 0) kill_at = now_s() + grace_s;
+    if (left == 0) break;
+    if (kill_at >= 0 && !killed && now_s() >= kill_at) {
+      fprintf(stderr, "mscclpp-run: a rank failed; killing the %d still running after %d s\n", left, grace_s);
+      kill_all(c, n, SIGKILL);
+      killed = 1;
+    }
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+    siginfo_t info;
+    int sig = sigtimedwait(set, &info, &ts);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      kill_all(c, n, sig);
+      if (kill_at < 0) kill_at = now_s() + grace_s;
+    }
+  }
+}
+
+static int worst_status(const struct child* c, int n) {
+  int all77 = 1, worst = 0;
+  for (int i = 0; i < n; i++)
+    if (c[i].code != 77) all77 = 0;
+  if (all77) return 77;
+  for (int i = 0; i < n; i++) {
+    int code = c[i].code;
+    if (code == 77) { /* a partial skip is a failure */
+      fprintf(stderr, "mscclpp-run: rank %d skipped (status 77) while other ranks did not\n", i);
+      code = 1;
+    }
+    if (code > worst) worst = code;
+  }
+  return worst;
+}
+
+int main(int argc, char** argv) {
+  struct options o;
+  parse_args(argc, argv, &o);
+  if (o.port == 0) o.port = free_port();
+  sigset_t set, orig;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigprocmask(SIG_BLOCK, &set, &orig);
+  struct child* c = calloc((size_t)o.n, sizeof(*c));
+  if (!c) return 1;
+  fflush(NULL);
+  for (int i = 0; i < o.n; i++) c[i].pid = spawn(&o, i, &orig);
+  supervise(c, o.n, o.grace_s, &set);
+  int status = worst_status(c, o.n);
+  free(c);
+  return status;
+}
