@@ -126,11 +126,15 @@ static double now_s(void) {
 struct child {
   pid_t pid;
   int done, code; /* code: exit status, or 128+signal */
+  int reaped_by_us; /* killed by the launcher after another rank failed */
 };
 
 static void kill_all(struct child* c, int n, int sig) {
   for (int i = 0; i < n; i++)
-    if (!c[i].done && c[i].pid > 0) kill(c[i].pid, sig);
+    if (!c[i].done && c[i].pid > 0) {
+      kill(c[i].pid, sig);
+      if (sig == SIGKILL) c[i].reaped_by_us = 1;
+    }
 }
 
 /* Reaps finished children; returns how many failed among those reaped now. */
@@ -178,13 +182,18 @@ static void supervise(struct child* c, int n, int grace_s, const sigset_t* set) 
   }
 }
 
+/* The worst exit status among the ranks that ended by themselves (ranks the launcher killed after
+ * a failure count only when nothing else failed, so the first failure's status is not masked). */
 static int worst_status(const struct child* c, int n) {
-  int all77 = 1, worst = 0;
-  for (int i = 0; i < n; i++)
+  int all77 = 1, worst = 0, own_failure = 0;
+  for (int i = 0; i < n; i++) {
     if (c[i].code != 77) all77 = 0;
+    if (c[i].code != 0 && !c[i].reaped_by_us) own_failure = 1;
+  }
   if (all77) return 77;
   for (int i = 0; i < n; i++) {
     int code = c[i].code;
+    if (c[i].reaped_by_us && own_failure) continue;
     if (code == 77) { /* a partial skip is a failure */
       fprintf(stderr, "mscclpp-run: rank %d skipped (status 77) while other ranks did not\n", i);
       code = 1;
