@@ -2,17 +2,23 @@
 # The one-call GPU check: on a machine with GPUs, run every GPU test and the key measurements
 # from a build made elsewhere (carried in BUILD), write full logs under $OUT (or ./gpu-logs),
 # and print a short table last.
-#   scripts/gpu-check.sh [BUILD]
+#   scripts/gpu-check.sh [BUILD]     (BUILD: a build dir, or a copy from scripts/gpu-bundle.sh)
 set -uo pipefail
 build=${1:-build}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-# ctest files hold the absolute paths of the machine that built them: make those paths valid here.
+# ctest files hold the absolute paths of the machine that built them: make those paths lead to
+# this copy (scripts/gpu-bundle.sh) and to this checkout.
 src_dir=$(sed -n 's/^mscclpp_SOURCE_DIR:STATIC=//p' "$build/CMakeCache.txt")
-if [ -n "$src_dir" ] && [ "$src_dir" != "$PWD" ] && [ ! -e "$src_dir" ]; then
-  mkdir -p "$(dirname "$src_dir")" && ln -s "$PWD" "$src_dir"
+bin_dir=$(sed -n 's/^mscclpp_BINARY_DIR:STATIC=//p' "$build/CMakeCache.txt")
+if [ -n "$src_dir" ] && [ ! -e "$src_dir" ]; then
+  mkdir -p "$src_dir"
+  for e in "$PWD"/*; do ln -sfn "$e" "$src_dir/$(basename "$e")"; done
+fi
+if [ -n "$bin_dir" ] && [ "$(realpath -m "$bin_dir")" != "$(realpath "$build")" ]; then
+  rm -rf "$bin_dir" && ln -sfn "$(realpath "$build")" "$bin_dir"
 fi
 bin="$PWD/$build/bin"
 ngpus=$(nvidia-smi -L 2>/dev/null | wc -l)

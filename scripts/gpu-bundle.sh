@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Copies what a GPU machine needs from a build made here into DEST (default .gpu/build): the
+# binaries, the shared libraries, the ctest files and the cache (it records the build's path).
+# scripts/gpu-check.sh runs from that copy; carry DEST with the device call.
+#   scripts/gpu-bundle.sh [BUILD] [DEST]
+set -euo pipefail
+build=${1:-build}
+dest=${2:-.gpu/build}
+rm -rf "$dest"
+mkdir -p "$dest"
+cp -a "$build/bin" "$dest/"
+mkdir -p "$dest/lib" && cp -a "$build"/lib/*.so* "$dest/lib/" 2>/dev/null || true
+cp "$build/CMakeCache.txt" "$dest/"
+(cd "$build" && find . -name CTestTestfile.cmake) | while read -r f; do
+  mkdir -p "$dest/$(dirname "$f")" && cp "$build/$f" "$dest/$f"
+done
+du -sh "$dest"
