@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_JOBS ?= 2
 
-.PHONY: all deps build test test-asan demo gpu-check clean
+.PHONY: all deps build test test-asan demo gpu-bundle gpu-check clean
 
 all: build
 
@@ -32,9 +32,14 @@ test-asan: deps
 demo: build
 	$(BUILD)/bin/mscclpp-run -n 4 $(BUILD)/bin/example_ring_demo
 
-# On a GPU machine: every GPU test and the key measurements, a short table last.
+# GPU runs: build here, `make gpu-bundle` (copies what a GPU machine needs to .gpu/build), carry
+# .gpu to the GPU machine and run `make gpu-check` there: every GPU test and the key
+# measurements, logs under $$OUT (or gpu-logs/), a short table last.
+gpu-bundle: build
+	scripts/gpu-bundle.sh $(BUILD) .gpu/build
+
 gpu-check:
-	scripts/gpu-check.sh $(BUILD)
+	scripts/gpu-check.sh $(if $(wildcard .gpu/build),.gpu/build,$(BUILD))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
