@@ -1,4 +1,5 @@
 /* wire.c - encoders and checking decoders of the bootstrap's messages (layouts in wire.h). */
+#include "util/bytes.h"
 #include "bootstrap/wire.h"
 
 #include <errno.h>
@@ -16,28 +17,6 @@
 #define ID_SECRET_OFF (ID_ADDR_OFF + WIRE_ADDR_BYTES)
 #define ID_USED_BYTES (ID_SECRET_OFF + WIRE_SECRET_BYTES)
 
-static void put_u16(uint8_t* p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void put_u32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get_u16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get_u32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-static uint64_t get_u64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-
 static int all_zero(const uint8_t* p, size_t n) {
   uint8_t acc = 0;
   for (size_t i = 0; i < n; i++) acc |= p[i];
@@ -48,12 +27,12 @@ mscclppResult_t wire_encode_addr(const union sock_addr* addr, uint8_t out[WIRE_A
   memset(out, 0, WIRE_ADDR_BYTES);
   if (addr->sa.sa_family == AF_INET) {
     out[0] = 4;
-    put_u16(out + 2, ntohs(addr->sin.sin_port));
+    le_put16(out + 2, ntohs(addr->sin.sin_port));
     memcpy(out + 8, &addr->sin.sin_addr, 4);
   } else if (addr->sa.sa_family == AF_INET6) {
     out[0] = 6;
-    put_u16(out + 2, ntohs(addr->sin6.sin6_port));
-    put_u32(out + 4, addr->sin6.sin6_scope_id);
+    le_put16(out + 2, ntohs(addr->sin6.sin6_port));
+    le_put32(out + 4, addr->sin6.sin6_scope_id);
     memcpy(out + 8, &addr->sin6.sin6_addr, 16);
   } else {
     return MPP_ERR(mscclppInvalidArgument, "bootstrap address has unsupported family %d", (int)addr->sa.sa_family);
@@ -66,7 +45,7 @@ mscclppResult_t wire_decode_addr(const void* buf, size_t len, union sock_addr* o
   if (len != WIRE_ADDR_BYTES)
     return MPP_ERR(mscclppRemoteError, "bootstrap address is %zu bytes, expected %d", len, WIRE_ADDR_BYTES);
   memset(out, 0, sizeof(*out));
-  uint16_t port = get_u16(p + 2);
+  uint16_t port = le_get16(p + 2);
   if (p[1] != 0) return MPP_ERR(mscclppRemoteError, "bootstrap address has a non-zero reserved byte");
   if (port == 0) return MPP_ERR(mscclppRemoteError, "bootstrap address has port 0");
   if (p[0] == 4) {
@@ -78,7 +57,7 @@ mscclppResult_t wire_decode_addr(const void* buf, size_t len, union sock_addr* o
   } else if (p[0] == 6) {
     out->sin6.sin6_family = AF_INET6;
     out->sin6.sin6_port = htons(port);
-    out->sin6.sin6_scope_id = get_u32(p + 4);
+    out->sin6.sin6_scope_id = le_get32(p + 4);
     memcpy(&out->sin6.sin6_addr, p + 8, 16);
   } else {
     return MPP_ERR(mscclppRemoteError, "bootstrap address has unknown family code %u", (unsigned)p[0]);
@@ -89,8 +68,8 @@ mscclppResult_t wire_decode_addr(const void* buf, size_t len, union sock_addr* o
 mscclppResult_t wire_encode_id(const struct wire_id* id, mscclppUniqueId* out) {
   uint8_t* p = (uint8_t*)out->internal;
   memset(p, 0, MSCCLPP_UNIQUE_ID_BYTES);
-  put_u32(p, MAGIC_ID);
-  put_u16(p + 4, WIRE_VERSION);
+  le_put32(p, MAGIC_ID);
+  le_put16(p + 4, WIRE_VERSION);
   MPP_CHECK(wire_encode_addr(&id->root, p + ID_ADDR_OFF));
   memcpy(p + ID_SECRET_OFF, id->secret, WIRE_SECRET_BYTES);
   return mscclppSuccess;
@@ -100,12 +79,12 @@ mscclppResult_t wire_decode_id(const void* buf, size_t len, struct wire_id* out)
   const uint8_t* p = buf;
   if (len != MSCCLPP_UNIQUE_ID_BYTES)
     return MPP_ERR(mscclppInvalidArgument, "unique id is %zu bytes, expected %d", len, MSCCLPP_UNIQUE_ID_BYTES);
-  if (get_u32(p) != MAGIC_ID)
+  if (le_get32(p) != MAGIC_ID)
     return MPP_ERR(mscclppInvalidArgument, "unique id has a bad magic number (not made by mscclppGetUniqueId?)");
-  if (get_u16(p + 4) != WIRE_VERSION)
-    return MPP_ERR(mscclppInvalidArgument, "unique id has version %u, this library speaks %d", get_u16(p + 4),
+  if (le_get16(p + 4) != WIRE_VERSION)
+    return MPP_ERR(mscclppInvalidArgument, "unique id has version %u, this library speaks %d", le_get16(p + 4),
                    WIRE_VERSION);
-  if (get_u16(p + 6) != 0 || !all_zero(p + ID_USED_BYTES, MSCCLPP_UNIQUE_ID_BYTES - ID_USED_BYTES))
+  if (le_get16(p + 6) != 0 || !all_zero(p + ID_USED_BYTES, MSCCLPP_UNIQUE_ID_BYTES - ID_USED_BYTES))
     return MPP_ERR(mscclppInvalidArgument, "unique id has non-zero reserved bytes");
   if (wire_decode_addr(p + ID_ADDR_OFF, WIRE_ADDR_BYTES, &out->root) != mscclppSuccess)
     return MPP_ERR(mscclppInvalidArgument, "unique id holds a bad root address");
@@ -115,13 +94,13 @@ mscclppResult_t wire_decode_id(const void* buf, size_t len, struct wire_id* out)
 
 void wire_encode_hello(const struct wire_hello* h, uint8_t out[WIRE_HELLO_BYTES]) {
   memset(out, 0, WIRE_HELLO_BYTES);
-  put_u32(out, MAGIC_HELLO);
-  put_u16(out + 4, WIRE_VERSION);
-  put_u16(out + 6, (uint16_t)h->kind);
+  le_put32(out, MAGIC_HELLO);
+  le_put16(out + 4, WIRE_VERSION);
+  le_put16(out + 6, (uint16_t)h->kind);
   memcpy(out + 8, h->secret, WIRE_SECRET_BYTES);
-  put_u32(out + 24, (uint32_t)h->rank);
-  put_u32(out + 28, (uint32_t)h->nranks);
-  put_u32(out + 32, h->timeout_ms);
+  le_put32(out + 24, (uint32_t)h->rank);
+  le_put32(out + 28, (uint32_t)h->nranks);
+  le_put32(out + 32, h->timeout_ms);
   /* An address that cannot be encoded stays all-zero and is refused by the decoder. */
   (void)wire_encode_addr(&h->addr, out + 40);
 }
@@ -130,24 +109,24 @@ mscclppResult_t wire_decode_hello(const void* buf, size_t len, struct wire_hello
   const uint8_t* p = buf;
   if (len != WIRE_HELLO_BYTES)
     return MPP_ERR(mscclppRemoteError, "bootstrap hello is %zu bytes, expected %d", len, WIRE_HELLO_BYTES);
-  if (get_u32(p) != MAGIC_HELLO) return MPP_ERR(mscclppRemoteError, "bootstrap hello has a bad magic number");
-  if (get_u16(p + 4) != WIRE_VERSION)
-    return MPP_ERR(mscclppRemoteError, "bootstrap hello has version %u, expected %d", get_u16(p + 4), WIRE_VERSION);
-  int kind = get_u16(p + 6);
+  if (le_get32(p) != MAGIC_HELLO) return MPP_ERR(mscclppRemoteError, "bootstrap hello has a bad magic number");
+  if (le_get16(p + 4) != WIRE_VERSION)
+    return MPP_ERR(mscclppRemoteError, "bootstrap hello has version %u, expected %d", le_get16(p + 4), WIRE_VERSION);
+  int kind = le_get16(p + 6);
   if (kind != WIRE_KIND_ROOT && kind != WIRE_KIND_RING && kind != WIRE_KIND_P2P)
     return MPP_ERR(mscclppRemoteError, "bootstrap hello has unknown kind %d", kind);
-  int32_t rank = (int32_t)get_u32(p + 24), nranks = (int32_t)get_u32(p + 28);
+  int32_t rank = (int32_t)le_get32(p + 24), nranks = (int32_t)le_get32(p + 28);
   if (nranks < 1 || nranks > WIRE_MAX_RANKS)
     return MPP_ERR(mscclppRemoteError, "bootstrap hello has nranks %d outside [1, %d]", (int)nranks, WIRE_MAX_RANKS);
   if (rank < 0 || rank >= nranks)
     return MPP_ERR(mscclppRemoteError, "bootstrap hello has rank %d outside [0, %d)", (int)rank, (int)nranks);
-  if (get_u32(p + 36) != 0) return MPP_ERR(mscclppRemoteError, "bootstrap hello has non-zero reserved bytes");
+  if (le_get32(p + 36) != 0) return MPP_ERR(mscclppRemoteError, "bootstrap hello has non-zero reserved bytes");
   MPP_CHECK(wire_decode_addr(p + 40, WIRE_ADDR_BYTES, &out->addr));
   out->kind = kind;
   memcpy(out->secret, p + 8, WIRE_SECRET_BYTES);
   out->rank = rank;
   out->nranks = nranks;
-  out->timeout_ms = get_u32(p + 32);
+  out->timeout_ms = le_get32(p + 32);
   return mscclppSuccess;
 }
 
@@ -160,8 +139,8 @@ mscclppResult_t wire_encode_table(const union sock_addr* addrs, int nranks, uint
   size_t need = wire_table_bytes(nranks);
   if (need == 0 || out_len < need)
     return MPP_ERR(mscclppInternalError, "address table of %d ranks does not fit %zu bytes", nranks, out_len);
-  put_u32(out, MAGIC_TABLE);
-  put_u32(out + 4, (uint32_t)nranks);
+  le_put32(out, MAGIC_TABLE);
+  le_put32(out + 4, (uint32_t)nranks);
   for (int r = 0; r < nranks; r++)
     MPP_CHECK(wire_encode_addr(&addrs[r], out + WIRE_TABLE_HEADER_BYTES + (size_t)r * WIRE_ADDR_BYTES));
   return mscclppSuccess;
@@ -173,8 +152,8 @@ mscclppResult_t wire_decode_table(const void* buf, size_t len, int nranks, union
   if (need == 0) return MPP_ERR(mscclppInvalidArgument, "address table for %d ranks: out of range", nranks);
   if (len < WIRE_TABLE_HEADER_BYTES)
     return MPP_ERR(mscclppRemoteError, "address table is %zu bytes, shorter than its header", len);
-  if (get_u32(p) != MAGIC_TABLE) return MPP_ERR(mscclppRemoteError, "address table has a bad magic number");
-  uint32_t n = get_u32(p + 4);
+  if (le_get32(p) != MAGIC_TABLE) return MPP_ERR(mscclppRemoteError, "address table has a bad magic number");
+  uint32_t n = le_get32(p + 4);
   if (n != (uint32_t)nranks)
     return MPP_ERR(mscclppRemoteError, "address table lists %u ranks, expected %d", n, nranks);
   if (len != need) return MPP_ERR(mscclppRemoteError, "address table is %zu bytes, expected %zu", len, need);
@@ -187,21 +166,21 @@ mscclppResult_t wire_decode_table(const void* buf, size_t len, int nranks, union
 }
 
 void wire_encode_frame(const struct wire_frame* f, uint8_t out[WIRE_FRAME_BYTES]) {
-  put_u32(out, MAGIC_FRAME);
-  put_u32(out + 4, (uint32_t)f->tag);
-  put_u64(out + 8, f->length);
+  le_put32(out, MAGIC_FRAME);
+  le_put32(out + 4, (uint32_t)f->tag);
+  le_put64(out + 8, f->length);
 }
 
 mscclppResult_t wire_decode_frame(const void* buf, size_t len, struct wire_frame* out) {
   const uint8_t* p = buf;
   if (len != WIRE_FRAME_BYTES)
     return MPP_ERR(mscclppRemoteError, "bootstrap frame header is %zu bytes, expected %d", len, WIRE_FRAME_BYTES);
-  if (get_u32(p) != MAGIC_FRAME) return MPP_ERR(mscclppRemoteError, "bootstrap frame has a bad magic number");
-  uint64_t length = get_u64(p + 8);
+  if (le_get32(p) != MAGIC_FRAME) return MPP_ERR(mscclppRemoteError, "bootstrap frame has a bad magic number");
+  uint64_t length = le_get64(p + 8);
   if (length > WIRE_MAX_PAYLOAD)
     return MPP_ERR(mscclppRemoteError, "bootstrap frame announces %llu bytes, more than the limit %llu",
                    (unsigned long long)length, (unsigned long long)WIRE_MAX_PAYLOAD);
-  out->tag = (int32_t)get_u32(p + 4);
+  out->tag = (int32_t)le_get32(p + 4);
   out->length = length;
   return mscclppSuccess;
 }
@@ -238,6 +217,6 @@ void wire_secret_from_text(const char* text, uint8_t secret[WIRE_SECRET_BYTES]) 
     for (int k = 0; k < 2; k++) h[k] = mix64((h[k] ^ *c) * 0x100000001b3ull + (uint64_t)k);
   h[0] = mix64(h[0] ^ h[1]);
   h[1] = mix64(h[1] + h[0]);
-  put_u64(secret, h[0]);
-  put_u64(secret + 8, h[1]);
+  le_put64(secret, h[0]);
+  le_put64(secret + 8, h[1]);
 }

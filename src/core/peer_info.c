@@ -7,28 +7,24 @@
 #include "core/comm.h"
 #include "core/comm_internal.h"
 #include "sys/gpu.h"
+#include "util/bytes.h"
 #include "util/err.h"
 #include "util/param.h"
 
-static uint64_t fnv1a(uint64_t h, const char* s) {
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-  return h;
-}
-
 uint64_t comm_host_hash(void) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = FNV1A_INIT;
   const char* forced = param_str(PARAM_HOST_ID);
-  if (forced[0]) return fnv1a(h, forced);
+  if (forced[0]) return fnv1a_bytes(h, forced, strlen(forced));
   char host[256] = "";
   gethostname(host, sizeof(host) - 1);
-  h = fnv1a(h, host);
+  h = fnv1a_bytes(h, host, strlen(host));
   char boot[64] = "";
   FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r");
   if (f) {
     if (!fgets(boot, sizeof(boot), f)) boot[0] = '\0';
     fclose(f);
   }
-  return fnv1a(h, boot);
+  return fnv1a_bytes(h, boot, strlen(boot));
 }
 
 mscclppResult_t comm_fill_peer_info(const struct mscclppComm* comm, struct peer_info* info) {

@@ -15,6 +15,7 @@
 #include <mscclpp/connection.h>
 
 #include "core/regmem.h"
+#include "util/bytes.h"
 #include "util/err.h"
 
 #define OFF_CHECKSUM 160
@@ -22,90 +23,64 @@
 _Static_assert(REGBLOB_BYTES <= MSCCLPP_REGMEM_BLOB_BYTES, "blob must fit MSCCLPP_REGMEM_BLOB_BYTES");
 _Static_assert(OFF_CHECKSUM + 8 == REGBLOB_BYTES, "checksum is the last field");
 
-static void put16(uint8_t* p, uint16_t v) {
-  for (int i = 0; i < 2; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-static uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-
-static uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
 
 void regblob_encode(const struct regmem_desc* d, uint8_t out[REGBLOB_BYTES]) {
   memset(out, 0, REGBLOB_BYTES);
-  put32(out + 0, REGBLOB_MAGIC);
-  put16(out + 4, REGBLOB_VERSION);
-  put16(out + 6, REGBLOB_BYTES);
-  put64(out + 8, d->comm_id);
-  put32(out + 16, (uint32_t)d->owner);
-  put32(out + 20, (uint32_t)d->pid);
-  put64(out + 24, d->host_hash);
-  put32(out + 32, d->transports);
-  put32(out + 36, (uint32_t)d->kind);
-  put32(out + 40, (uint32_t)d->cuda_dev);
-  put64(out + 48, d->size);
-  put64(out + 56, d->alloc_size);
-  put64(out + 64, d->alloc_offset);
-  put64(out + 72, d->region_id);
-  put64(out + 80, d->fd_id);
-  put64(out + 88, d->fd_key);
+  le_put32(out + 0, REGBLOB_MAGIC);
+  le_put16(out + 4, REGBLOB_VERSION);
+  le_put16(out + 6, REGBLOB_BYTES);
+  le_put64(out + 8, d->comm_id);
+  le_put32(out + 16, (uint32_t)d->owner);
+  le_put32(out + 20, (uint32_t)d->pid);
+  le_put64(out + 24, d->host_hash);
+  le_put32(out + 32, d->transports);
+  le_put32(out + 36, (uint32_t)d->kind);
+  le_put32(out + 40, (uint32_t)d->cuda_dev);
+  le_put64(out + 48, d->size);
+  le_put64(out + 56, d->alloc_size);
+  le_put64(out + 64, d->alloc_offset);
+  le_put64(out + 72, d->region_id);
+  le_put64(out + 80, d->fd_id);
+  le_put64(out + 88, d->fd_key);
   memcpy(out + 96, d->ipc_handle, REGBLOB_IPC_HANDLE_BYTES);
-  put64(out + OFF_CHECKSUM, fnv1a(out, OFF_CHECKSUM));
+  le_put64(out + OFF_CHECKSUM, fnv1a_bytes(FNV1A_INIT, out, OFF_CHECKSUM));
 }
 
 /* Checks the envelope: length, magic, version, checksum and communicator. */
 static mscclppResult_t check_envelope(const uint8_t* b, size_t len, uint64_t comm_id) {
   if (len < 8) return MPP_ERR(mscclppInvalidArgument, "registered-memory blob truncated: %zu bytes", len);
-  if (get32(b) != REGBLOB_MAGIC)
-    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob has a wrong magic 0x%08x (expected 0x%08x)", get32(b),
+  if (le_get32(b) != REGBLOB_MAGIC)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob has a wrong magic 0x%08x (expected 0x%08x)", le_get32(b),
                    REGBLOB_MAGIC);
-  if (get16(b + 4) != REGBLOB_VERSION)
+  if (le_get16(b + 4) != REGBLOB_VERSION)
     return MPP_ERR(mscclppInvalidArgument, "registered-memory blob version %u is not supported (this library: %u)",
-                   get16(b + 4), REGBLOB_VERSION);
-  if (get16(b + 6) != REGBLOB_BYTES || len < REGBLOB_BYTES)
+                   le_get16(b + 4), REGBLOB_VERSION);
+  if (le_get16(b + 6) != REGBLOB_BYTES || len < REGBLOB_BYTES)
     return MPP_ERR(mscclppInvalidArgument, "registered-memory blob truncated or malformed: %zu bytes given, header says %u, need %d",
-                   len, get16(b + 6), REGBLOB_BYTES);
-  if (get64(b + OFF_CHECKSUM) != fnv1a(b, OFF_CHECKSUM))
+                   len, le_get16(b + 6), REGBLOB_BYTES);
+  if (le_get64(b + OFF_CHECKSUM) != fnv1a_bytes(FNV1A_INIT, b, OFF_CHECKSUM))
     return MPP_ERR(mscclppInvalidArgument, "registered-memory blob checksum mismatch (corrupted in transit?)");
-  if (get64(b + 8) != comm_id)
+  if (le_get64(b + 8) != comm_id)
     return MPP_ERR(mscclppInvalidArgument,
                    "registered-memory blob belongs to communicator %016llx, not this one (%016llx)",
-                   (unsigned long long)get64(b + 8), (unsigned long long)comm_id);
+                   (unsigned long long)le_get64(b + 8), (unsigned long long)comm_id);
   return mscclppSuccess;
 }
 
 static void decode_fields(const uint8_t* b, struct regmem_desc* d) {
-  d->comm_id = get64(b + 8);
-  d->owner = (int32_t)get32(b + 16);
-  d->pid = (int32_t)get32(b + 20);
-  d->host_hash = get64(b + 24);
-  d->transports = get32(b + 32);
-  d->kind = (int32_t)get32(b + 36);
-  d->cuda_dev = (int32_t)get32(b + 40);
-  d->size = get64(b + 48);
-  d->alloc_size = get64(b + 56);
-  d->alloc_offset = get64(b + 64);
-  d->region_id = get64(b + 72);
-  d->fd_id = get64(b + 80);
-  d->fd_key = get64(b + 88);
+  d->comm_id = le_get64(b + 8);
+  d->owner = (int32_t)le_get32(b + 16);
+  d->pid = (int32_t)le_get32(b + 20);
+  d->host_hash = le_get64(b + 24);
+  d->transports = le_get32(b + 32);
+  d->kind = (int32_t)le_get32(b + 36);
+  d->cuda_dev = (int32_t)le_get32(b + 40);
+  d->size = le_get64(b + 48);
+  d->alloc_size = le_get64(b + 56);
+  d->alloc_offset = le_get64(b + 64);
+  d->region_id = le_get64(b + 72);
+  d->fd_id = le_get64(b + 80);
+  d->fd_key = le_get64(b + 88);
   memcpy(d->ipc_handle, b + 96, REGBLOB_IPC_HANDLE_BYTES);
 }
 
