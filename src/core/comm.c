@@ -80,12 +80,14 @@ static mscclppResult_t comm_setup(struct mscclppComm* c, const mscclppUniqueId* 
 }
 
 static void comm_free(struct mscclppComm* c, int abort) {
+  comm_ext_fini_all(c, abort);
   if (c->tstate) transports_fini(c, abort);
   if (c->boot) {
     if (abort) bootstrap_abort(c->boot);
     bootstrap_destroy(c->boot);
   }
   free(c->peers);
+  pthread_mutex_destroy(&c->ext_lock);
   free(c);
 }
 
@@ -100,6 +102,7 @@ static mscclppResult_t comm_init(mscclppComm_t* out, int nranks, const mscclppUn
   MPP_CHECK(config_read(user_cfg, &cfg));
   struct mscclppComm* c = calloc(1, sizeof(*c));
   if (!c) return MPP_ERR(mscclppSystemError, "out of memory for a communicator");
+  pthread_mutex_init(&c->ext_lock, NULL);
   c->rank = rank;
   c->nranks = nranks;
   c->timeout_ms = timeout_ms_for(&cfg);

@@ -2,6 +2,7 @@
 #ifndef MPP_CORE_COMM_H_
 #define MPP_CORE_COMM_H_
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include <mscclpp/comm.h>
@@ -20,6 +21,19 @@ struct peer_info {
   char bus_id[16];    /* PCI bus id of the GPU, "" for CPU ranks */
 };
 
+/* Upper layers keep their per-communicator state in these slots (core never looks inside). A slot
+ * is made on first use and finalized when the communicator is torn down, in reverse slot order
+ * (so a layer's fini runs before the fini of the layers it uses), before the transports. */
+enum comm_ext_slot { COMM_EXT_CHANNELS = 0, COMM_EXT_PROXY, COMM_EXT_ALGO, COMM_EXT_COUNT };
+/* Releases a slot's state; abort != 0: the communicator is being aborted, do not wait for peers. */
+typedef void (*comm_ext_fini_fn)(struct mscclppComm* comm, void* state, int abort);
+/* Makes a slot's state (no communication with peers; those steps belong to the layer's calls). */
+typedef mscclppResult_t (*comm_ext_make_fn)(struct mscclppComm* comm, void** state);
+struct comm_ext {
+  void* _Atomic state;
+  comm_ext_fini_fn fini;
+};
+
 struct mscclppComm {
   int rank, nranks;
   int local_rank, local_size; /* among ranks with our host_hash */
@@ -30,7 +44,17 @@ struct mscclppComm {
   struct bootstrap* boot;
   struct peer_info* peers;    /* nranks entries */
   struct transport_state* tstate; /* owned by core/transports.c */
+  pthread_mutex_t ext_lock;        /* guards making ext slots */
+  struct comm_ext ext[COMM_EXT_COUNT];
 };
+
+/* The state in slot, made by make (and registered with fini) on first use. Lock-free once made. */
+mscclppResult_t comm_ext_get(struct mscclppComm* comm, enum comm_ext_slot slot, comm_ext_make_fn make,
+                             comm_ext_fini_fn fini, void** state);
+/* The state in slot, or NULL when none was made. */
+void* comm_ext_peek(struct mscclppComm* comm, enum comm_ext_slot slot);
+/* Finalizes slot's state now (if any); a later comm_ext_get makes a new one. */
+void comm_ext_release(struct mscclppComm* comm, enum comm_ext_slot slot, int abort);
 
 /* Starts and stops what the transports keep per communicator (services, listeners). Called at
  * the end of init and at the start of destroy/abort; abort != 0 must not wait for peers. */

@@ -13,4 +13,7 @@ mscclppResult_t comm_fill_peer_info(const struct mscclppComm* comm, struct peer_
 /* Validates the allgathered table; sets comm_id, local_rank and local_size. */
 mscclppResult_t comm_adopt_peer_info(struct mscclppComm* comm);
 
+/* Finalizes every upper layer's slot, highest slot first (teardown, before the transports). */
+void comm_ext_fini_all(struct mscclppComm* comm, int abort);
+
 #endif /* MPP_CORE_COMM_INTERNAL_H_ */
