@@ -6,5 +6,11 @@
 #include <mscclpp/comm.h>
 #include <mscclpp/memory.h>
 #include <mscclpp/connection.h>
+#include <mscclpp/wait.h>
+#include <mscclpp/memory_channel.h>
+#include <mscclpp/port_channel.h>
+#include <mscclpp/switch_channel.h>
+#include <mscclpp/devconn.h>
+#include <mscclpp/collectives.h>
 
 #endif /* MSCCLPP_H_ */

@@ -1,0 +1,164 @@
+/* Put and get bandwidth from 4 KiB to 1 GiB: by SM (memory channels, 528 blocks x 512 threads split
+ * among the peers) and by copy engine (port channels through the proxy), to one peer (rank 0 ->
+ * rank 1) and to all peers at once (every rank to every other). Medians of many runs; the data of
+ * the largest size of every mode is checked. 77 without enough GPUs.
+ *
+ *   gpu_bandwidth [MAX_BYTES] */
+#include "gpu_common.h"
+
+#define BLOCKS 528
+#define THREADS 512
+
+/* SM transfer of n bytes with each peer: put this rank's src[0, n) into the peer's scratch slot of
+ * this rank, or get the peer's scratch slot of this rank into src[g * n, +n). */
+__global__ void __launch_bounds__(THREADS) k_sm(const mscclppMemoryChannel* chans, const int* peers, int npeers,
+                                                uint64_t slot, int rank, uint64_t n, int get) {
+  int g = blockIdx.x % npeers;
+  const mscclppMemoryChannel* ch = &chans[peers[g]];
+  uint32_t tid = (blockIdx.x / npeers) * blockDim.x + threadIdx.x, nt = (gridDim.x / npeers) * blockDim.x;
+  if (get)
+    mscclppMemoryChannelGet(ch, (uint64_t)g * n, (uint64_t)rank * slot, n, tid, nt);
+  else
+    mscclppMemoryChannelPut(ch, (uint64_t)rank * slot, 0, n, tid, nt);
+}
+
+/* Copy-engine put of n bytes to each of np peers by one thread, then a flush of each: returns when
+ * all are done. All puts go first: a flush occupies the proxy thread until its connection's copies
+ * are done, so a flush pushed between two puts would serialize them. */
+__global__ void k_ce(const mscclppPortChannel* chans, const int* peers, int np, uint64_t slot, int rank, uint64_t n,
+                     int* rc) {
+  int r = MSCCLPP_DEVICE_OK;
+  for (int g = 0; g < np && r == MSCCLPP_DEVICE_OK; g++) r = mscclppPortChannelPut(&chans[peers[g]], (uint64_t)rank * slot, 0, n);
+  for (int g = 0; g < np && r == MSCCLPP_DEVICE_OK; g++) r = mscclppPortChannelFlush(&chans[peers[g]]);
+  if (r != MSCCLPP_DEVICE_OK) *rc = r;
+}
+
+struct bw {
+  struct gt_ctx c;
+  uint64_t slot;
+  int peers[GT_MAX_RANKS], npeers, *d_peers, *d_rc;
+  mscclppMemoryChannel* d_mem;
+  mscclppPortChannel* d_port;
+  mscclppProxyService_t proxy;
+};
+
+enum mode { SM_PUT, SM_GET, CE_PUT, NMODES };
+static const char* mode_name[NMODES] = {"SM put", "SM get", "CE put"};
+
+/* Runs mode once with every active peer; returns the time in us (cudaEvents around the kernel). */
+static double run_once(struct bw* b, int mode, int all, uint64_t n) {
+  struct gt_ctx* c = &b->c;
+  int np = all ? b->npeers : 1;
+  const int* peers = all ? b->d_peers : b->d_peers + 0; /* rank 0's first peer is rank 1 */
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  CUDA_OK(cudaEventRecord(e0, gt_stream));
+  if (mode == CE_PUT)
+    k_ce<<<1, 1, 0, gt_stream>>>(b->d_port, peers, np, b->slot, c->rank, n, b->d_rc);
+  else
+    k_sm<<<BLOCKS / np * np, THREADS, 0, gt_stream>>>(b->d_mem, peers, np, b->slot, c->rank, n, mode == SM_GET);
+  CUDA_OK(cudaEventRecord(e1, gt_stream));
+  CUDA_OK(cudaEventSynchronize(e1));
+  float ms = 0;
+  CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+  CUDA_OK(cudaEventDestroy(e0));
+  CUDA_OK(cudaEventDestroy(e1));
+  return ms * 1e3;
+}
+
+/* The data of the last run: puts land in the peers' slots of their senders, gets in src. */
+static void verify(struct bw* b, int mode, int all, uint64_t n) {
+  struct gt_ctx* c = &b->c;
+  CHECK_OK(mscclppBootstrapBarrier(c->comm));
+  if (mode == SM_GET) {
+    if (all || c->rank == 0)
+      for (int g = 0; g < (all ? b->npeers : 1); g++) {
+        unsigned long long bad = gt_count_bad(c->src + (uint64_t)g * n, n, 0, 3, c->rank);
+        CHECK_MSG(bad == 0, "%s of %llu bytes from rank %d: %llu wrong", mode_name[mode], (unsigned long long)n, b->peers[g], bad);
+      }
+  } else {
+    for (int g = 0; g < b->npeers; g++) {
+      int p = b->peers[g];
+      if (!all && !(p == 0 && c->rank == 1)) continue;
+      unsigned long long bad = gt_count_bad(c->scratch + (uint64_t)p * b->slot, n, 0, 3, p);
+      CHECK_MSG(bad == 0, "%s of %llu bytes from rank %d: %llu wrong", mode_name[mode], (unsigned long long)n, p, bad);
+    }
+  }
+  CHECK_OK(mscclppBootstrapBarrier(c->comm));
+}
+
+/* Prepares the data: src[0, slot) holds this rank's pattern, and every peer's scratch slot of this
+ * rank too (what gets read back). */
+static void prepare(struct bw* b) {
+  struct gt_ctx* c = &b->c;
+  gt_fill<<<528, 512, 0, gt_stream>>>(c->src, b->slot, 3, c->rank);
+  CUDA_OK(gt_sync());
+  for (int p = 0; p < c->nranks; p++)
+    if (p != c->rank) gt_fill<<<528, 512, 0, gt_stream>>>(c->scratch + (uint64_t)p * b->slot, b->slot, 3, p);
+  CUDA_OK(gt_sync());
+  CHECK_OK(mscclppBootstrapBarrier(c->comm));
+}
+
+static void measure(struct bw* b, int mode, int all, uint64_t max) {
+  struct gt_ctx* c = &b->c;
+  int active = all || c->rank == 0;
+  double t[64];
+  for (uint64_t n = 4096; n <= max; n *= 4) {
+    int iters = n <= (1u << 20) ? 50 : n <= (64u << 20) ? 20 : 7;
+    for (int i = 0; i < iters + 2; i++) {
+      CHECK_OK(mscclppBootstrapBarrier(c->comm)); /* every active rank starts together */
+      if (active) t[i < 2 ? 0 : i - 2] = run_once(b, mode, all, n);
+    }
+    gt_check_rc(c, b->d_rc, 1, mode_name[mode]);
+    if (c->rank == 0) {
+      double us = gt_median(t, iters);
+      double gbs = (double)n * (all ? b->npeers : 1) / (us * 1e3);
+      printf("gpu_bandwidth: %-7s %-9s %10llu B  %10.1f us  %7.1f GB/s per GPU\n", mode_name[mode],
+             all ? "all peers" : "one peer", (unsigned long long)n, us, gbs);
+    }
+    if (n * 4 > max) verify(b, mode, all, n);
+  }
+}
+
+int main(int argc, char** argv) {
+  uint64_t max = argc > 1 ? strtoull(argv[1], NULL, 0) : (1ull << 30);
+  struct bw b;
+  memset(&b, 0, sizeof(b));
+  gt_init(&b.c);
+  struct gt_ctx* c = &b.c;
+  b.slot = max < 4096 ? 4096 : max;
+  gt_setup(c, b.slot * (uint64_t)c->nranks);
+  mscclppMemoryChannel mem[GT_MAX_RANKS];
+  mscclppPortChannel port[GT_MAX_RANKS];
+  memset(mem, 0, sizeof(mem));
+  memset(port, 0, sizeof(port));
+  CHECK_OK(mscclppProxyServiceCreate(c->comm, 0, &b.proxy));
+  for (int p = 0; p < c->nranks; p++) {
+    if (p == c->rank) continue;
+    CHECK_OK(mscclppMemoryChannelCreate(c->comm, c->conn[p], c->peer_scratch[p], c->src_reg, c->scratch, p, &mem[p]));
+    int sem = -1;
+    CHECK_OK(mscclppProxyServiceAddSemaphore(b.proxy, c->conn[p], &sem));
+    CHECK_OK(mscclppPortChannelCreate(b.proxy, sem, c->peer_scratch[p], c->src_reg, p, &port[p]));
+    b.peers[b.npeers++] = p;
+  }
+  b.d_mem = gt_to_device(mem, c->nranks);
+  b.d_port = gt_to_device(port, c->nranks);
+  b.d_peers = gt_to_device(b.peers, b.npeers);
+  CUDA_OK(cudaMalloc((void**)&b.d_rc, sizeof(int)));
+  CUDA_OK(cudaMemsetAsync(b.d_rc, 0, sizeof(int), gt_stream));
+  CHECK_OK(mscclppProxyServiceStart(b.proxy));
+  for (int mode = 0; mode < NMODES; mode++)
+    for (int all = 0; all < 2; all++) {
+      prepare(&b);
+      measure(&b, mode, all, max);
+    }
+  CHECK_OK(mscclppProxyServiceDestroy(b.proxy));
+  CUDA_OK(cudaFree(b.d_mem));
+  CUDA_OK(cudaFree(b.d_port));
+  CUDA_OK(cudaFree(b.d_peers));
+  CUDA_OK(cudaFree(b.d_rc));
+  gt_teardown(c);
+  if (c->rank == 0) printf("gpu_bandwidth: %d ranks ok\n", c->nranks);
+  return 0;
+}
