@@ -1,0 +1,130 @@
+/* algo.h - the built-in collectives inside the library: what one call asks for (struct algo_args),
+ * the per-communicator state of this layer (struct algo_comm), the algorithm registry and the
+ * single dispatch point every public entry point goes through.
+ *
+ * Layering: algo/ sits above core/ (communicators, registered memory, connections, semaphores) and
+ * uses only their public API plus core/comm.h and core/connection.h; nothing below includes it. */
+#ifndef MPP_ALGO_ALGO_H_
+#define MPP_ALGO_ALGO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mscclpp/collectives.h>
+
+#include "algo/redop.h"
+
+struct mscclppComm;
+struct cpu_net;
+
+enum algo_coll {
+  ALGO_COLL_ALLREDUCE = 0,
+  ALGO_COLL_ALLGATHER,
+  ALGO_COLL_REDUCESCATTER,
+  ALGO_COLL_BROADCAST,
+  ALGO_COLL_REDUCE,
+  ALGO_COLL_ALLTOALL,
+  ALGO_COLL_SENDRECV,
+  ALGO_COLL_COUNT
+};
+
+/* "allreduce", "allgather", ... (the names of the tuning table and of mscclpp-perf). */
+const char* algo_coll_name(enum algo_coll coll);
+/* "int8", ..., "f8e5m2" (nccl-tests' names), "?" when unknown. */
+const char* algo_dtype_name(int dtype);
+/* "sum", "prod", "max", "min", "avg", "premulsum". */
+const char* algo_op_name(enum algo_op op);
+
+/* One collective call, checked. count keeps the API's meaning (per rank block for allgather,
+ * reducescatter and alltoall). */
+struct algo_args {
+  enum algo_coll coll;
+  const void* send;
+  void* recv;
+  size_t count;
+  int dtype;
+  size_t es;              /* element size */
+  mscclppRedOp_t user_op; /* as the caller passed it */
+  enum algo_op op;        /* resolved kind (reductions only) */
+  algo_scalar scalar;     /* this rank's premulsum scalar */
+  int root;
+  void* stream;
+  size_t bytes;           /* the message size the selection table uses (see tuning/algo.tsv) */
+};
+
+/* A pre-multiplied-sum operator made by mscclppRedOpCreatePreMulSum. */
+struct algo_premul {
+  int used;
+  int dtype;
+  int residence;      /* mscclppScalarResidence_t */
+  const void* ptr;    /* Device residence: read at every call */
+  unsigned char value[8]; /* HostImmediate: the value, copied at creation */
+};
+
+/* What this layer keeps per communicator. Found through algo_comm_get (state.c). */
+struct algo_comm {
+  struct mscclppComm* comm;
+  int rank, nranks;
+  int kind; /* mscclppRankCpu or mscclppRankGpu: every rank's (mixed communicators are refused) */
+  struct algo_premul* premul;
+  int npremul;
+  struct cpu_net* net; /* CPU ranks: scratch and pipes, made on first use */
+};
+
+/* The state of comm, made on first use (no communication) in the communicator's COMM_EXT_ALGO slot
+ * and released at communicator teardown. Lock-free once made. */
+mscclppResult_t algo_comm_get(struct mscclppComm* comm, struct algo_comm** out);
+
+/* Resolves op for dtype on ac: the kind and, for a pre-multiplied sum, this rank's scalar (read now
+ * for Device residence). InvalidArgument names fn and what is wrong. */
+mscclppResult_t algo_resolve_op(const char* fn, struct algo_comm* ac, mscclppRedOp_t op, int dtype, enum algo_op* kind,
+                                algo_scalar* scalar);
+
+/* ---- registry and selection (select.c) -------------------------------------------------------- */
+
+typedef mscclppResult_t (*algo_run_fn)(struct algo_comm* ac, const struct algo_args* a);
+
+struct algo_desc {
+  const char* name;
+  enum algo_coll coll;
+  int kind; /* mscclppRankCpu or mscclppRankGpu */
+  algo_run_fn run;
+};
+
+/* The algorithm for a call: MSCCLPP_ALGO's choice when it names one for this collective and rank
+ * kind, else the first matching row of the tuning table, else the first registered one. NULL with
+ * *none set when no algorithm exists for the rank kind; an error (bad MSCCLPP_ALGO, bad table)
+ * otherwise. */
+mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, const struct algo_desc** out);
+/* The registry (for tests and tools): *count entries. */
+const struct algo_desc* algo_registry(int* count);
+
+/* ---- dispatch (dispatch.c) -------------------------------------------------------------------- */
+
+/* Runs one checked collective now. */
+mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a);
+/* A send or receive of a group, in call order among the group's others. */
+struct p2p_op {
+  struct algo_comm* ac;
+  int is_send;
+  int peer;
+  char* buf;
+  size_t bytes;
+  size_t done; /* bytes moved */
+  int pred;    /* index of the previous op with the same communicator, peer and direction, or -1 */
+  int finished;
+};
+
+/* Runs a group's sends and receives now. */
+mscclppResult_t algo_dispatch_p2p(struct p2p_op* ops, int nops);
+
+/* ---- groups (group.c) ------------------------------------------------------------------------- */
+
+/* True when the calling thread is inside mscclppGroupStart/End. */
+int algo_in_group(void);
+/* Queues a checked collective (inside a group) for GroupEnd. */
+mscclppResult_t algo_group_add_coll(struct algo_comm* ac, const struct algo_args* a);
+/* Queues (inside a group) or runs (outside) a checked send (is_send) or receive. */
+mscclppResult_t algo_group_add_p2p(struct algo_comm* ac, int is_send, void* buf, size_t bytes, int peer);
+
+#endif /* MPP_ALGO_ALGO_H_ */

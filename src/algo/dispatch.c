@@ -1,0 +1,42 @@
+/* dispatch.c - the one place where a checked call meets an algorithm: rank kind, selection, run.
+ * GPU ranks find no GPU algorithm in the registry yet and get InvalidUsage; GPU algorithms plug in
+ * as registry rows (registry.c) and tuning rules, with no change here. */
+#include "algo/algo.h"
+#include "algo/cpu/net.h"
+#include "core/comm.h"
+#include "util/err.h"
+#include "util/log.h"
+
+/* Collectives need ranks of one kind (state.c records a mixed communicator as -1 - other_rank). */
+static mscclppResult_t check_kind(const struct algo_comm* ac, const char* what) {
+  if (ac->kind >= 0) return mscclppSuccess;
+  int other = -1 - ac->kind;
+  int mine = ac->comm->kind;
+  return MPP_ERR(mscclppInvalidUsage, "%s: rank %d is a %s rank but rank %d is a %s rank; collectives need ranks of one kind",
+                 what, ac->rank, mine == mscclppRankGpu ? "GPU" : "CPU", other, mine == mscclppRankGpu ? "CPU" : "GPU");
+}
+
+static mscclppResult_t not_built(const char* what) {
+  return MPP_ERR(mscclppInvalidUsage, "%s: GPU collectives are not built yet (use CPU ranks: MSCCLPP_RANK_KIND=cpu)", what);
+}
+
+mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a) {
+  const char* name = algo_coll_name(a->coll);
+  MPP_CHECK(check_kind(ac, name));
+  const struct algo_desc* d = NULL;
+  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, &d));
+  if (d == NULL) {
+    if (ac->kind == mscclppRankGpu) return not_built(name);
+    return MPP_ERR(mscclppInternalError, "%s: no algorithm registered for CPU ranks", name);
+  }
+  LOG_TRACE_(LOG_SUB_ALGO, "%s of %zu bytes on %d ranks: %s", name, a->bytes, ac->nranks, d->name);
+  return d->run(ac, a);
+}
+
+mscclppResult_t algo_dispatch_p2p(struct p2p_op* ops, int nops) {
+  for (int i = 0; i < nops; i++) {
+    MPP_CHECK(check_kind(ops[i].ac, "send/recv"));
+    if (ops[i].ac->kind == mscclppRankGpu) return not_built("send/recv");
+  }
+  return cpu_p2p_run(ops, nops);
+}

@@ -1,0 +1,142 @@
+/* select.c - which algorithm runs a call: MSCCLPP_ALGO, then the tuning table, then the registry's
+ * default. Both are read once per process, at the first collective; a bad MSCCLPP_ALGO or table
+ * then fails every collective with the same message.
+ *
+ * The table file: MSCCLPP_ALGO_TABLE when set (it must be readable), else the first readable of
+ *   <dir of the library or executable>/../share/mscclpp/algo.tsv   (an installation)
+ *   <dir of the library or executable>/../../tuning/algo.tsv       (a build folder in the source tree)
+ *   <source tree of this file>/tuning/algo.tsv                     (a build elsewhere)
+ * else built-in defaults (no rules). */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/select.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#define MAX_FORCED 32
+#define MAX_TABLE_BYTES (1 << 20)
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static struct algo_table table;
+static char source[PATH_MAX + 64] = "built-in";
+static mscclppResult_t load_res = mscclppSuccess;
+static char load_err[1024];
+static const struct algo_desc* forced[MAX_FORCED];
+static int nforced;
+
+const char* algo_table_source(void) { return source; }
+
+/* Reads a whole file (at most MAX_TABLE_BYTES) into a new NUL-terminated buffer; NULL if unreadable. */
+static char* read_file(const char* path) {
+  FILE* f = fopen(path, "re");
+  if (f == NULL) return NULL;
+  char* buf = malloc(MAX_TABLE_BYTES + 1);
+  size_t n = buf ? fread(buf, 1, MAX_TABLE_BYTES + 1, f) : 0;
+  fclose(f);
+  if (buf == NULL || n > MAX_TABLE_BYTES) {
+    free(buf);
+    return NULL;
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Candidate paths (see the top of the file) into paths[]; returns how many. */
+static int candidates(char paths[3][PATH_MAX]) {
+  int n = 0;
+  Dl_info info;
+  char real[PATH_MAX];
+  if (dladdr((void*)&algo_select, &info) != 0 && info.dli_fname != NULL && realpath(info.dli_fname, real) != NULL) {
+    char* slash = strrchr(real, '/');
+    if (slash != NULL && slash - real < PATH_MAX - 64) { /* room for the suffixes */
+      *slash = '\0';
+      snprintf(paths[n++], PATH_MAX, "%.*s/../share/mscclpp/algo.tsv", PATH_MAX - 64, real);
+      snprintf(paths[n++], PATH_MAX, "%.*s/../../tuning/algo.tsv", PATH_MAX - 64, real);
+    }
+  }
+  const char* me = __FILE__, *tail = "src/algo/select.c";
+  size_t lm = strlen(me), lt = strlen(tail);
+  if (me[0] == '/' && lm > lt && strcmp(me + lm - lt, tail) == 0)
+    snprintf(paths[n++], PATH_MAX, "%.*stuning/algo.tsv", (int)(lm - lt), me);
+  return n;
+}
+
+static mscclppResult_t load_table(void) {
+  const char* want = param_str(PARAM_ALGO_TABLE);
+  char paths[3][PATH_MAX];
+  int n = 0;
+  if (want[0] != '\0') snprintf(paths[n++], PATH_MAX, "%s", want);
+  else n = candidates(paths);
+  for (int i = 0; i < n; i++) {
+    char* text = read_file(paths[i]);
+    if (text == NULL) continue;
+    mscclppResult_t res = algo_table_parse(text, paths[i], &table);
+    free(text);
+    if (res != mscclppSuccess) return res;
+    snprintf(source, sizeof(source), "%.*s", PATH_MAX - 1, paths[i]);
+    LOG_INFO_(LOG_SUB_ALGO, "collectives: %d selection rules from %s", table.nrules, source);
+    return mscclppSuccess;
+  }
+  if (want[0] != '\0') return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_TABLE=%s cannot be read (or is over 1 MiB)", want);
+  LOG_INFO_(LOG_SUB_ALGO, "collectives: no algo.tsv found; built-in defaults");
+  return mscclppSuccess;
+}
+
+/* Appends every registered name to buf. */
+static void list_names(char* buf, size_t len) {
+  int n;
+  const struct algo_desc* r = algo_registry(&n);
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && used < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", r[i].name);
+}
+
+static mscclppResult_t parse_forced(void) {
+  char list[512], valid[768];
+  snprintf(list, sizeof(list), "%s", param_str(PARAM_ALGO));
+  int n;
+  const struct algo_desc* r = algo_registry(&n);
+  char* save = NULL;
+  for (char* name = strtok_r(list, ", ", &save); name != NULL; name = strtok_r(NULL, ", ", &save)) {
+    const struct algo_desc* d = NULL;
+    for (int i = 0; i < n && d == NULL; i++)
+      if (strcmp(r[i].name, name) == 0) d = &r[i];
+    if (d == NULL) {
+      list_names(valid, sizeof(valid));
+      return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO: unknown algorithm '%s'; valid names: %s", name, valid);
+    }
+    if (nforced == MAX_FORCED) return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO: more than %d names", MAX_FORCED);
+    forced[nforced++] = d;
+  }
+  return mscclppSuccess;
+}
+
+static void load_once(void) {
+  load_res = load_table();
+  if (load_res == mscclppSuccess) load_res = parse_forced();
+  if (load_res != mscclppSuccess) snprintf(load_err, sizeof(load_err), "%s", err_last());
+}
+
+mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, const struct algo_desc** out) {
+  pthread_once(&once, load_once);
+  if (load_res != mscclppSuccess) return MPP_ERR(load_res, "%s: %s", algo_coll_name(coll), load_err);
+  for (int i = 0; i < nforced; i++)
+    if (forced[i]->coll == coll && forced[i]->kind == kind) {
+      *out = forced[i];
+      return mscclppSuccess;
+    }
+  *out = algo_table_lookup(&table, coll, kind, nranks, bytes);
+  if (*out != NULL) return mscclppSuccess;
+  int n;
+  const struct algo_desc* r = algo_registry(&n);
+  for (int i = 0; i < n && *out == NULL; i++)
+    if (r[i].coll == coll && r[i].kind == kind) *out = &r[i];
+  return mscclppSuccess;
+}

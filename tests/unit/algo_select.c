@@ -1,0 +1,80 @@
+/* The selection table (src/algo/select.h): the repository's tuning/algo.tsv parses; rules match by
+ * collective, kind, ranks and bytes (inclusive bounds, first match wins); every malformed rule is an
+ * error naming the file, the line and what is wrong; the registry's names are unique and every
+ * collective has a CPU algorithm. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/select.h"
+#include "helpers.h"
+#include "util/err.h"
+
+static struct algo_table t;
+
+static void expect_error(const char* text, const char* what) {
+  mscclppResult_t res = algo_table_parse(text, "test.tsv", &t);
+  CHECK_MSG(res == mscclppInvalidArgument, "'%s' parsed (%d)", text, (int)res);
+  CHECK_MSG(strstr(err_last(), what) != NULL, "expected '%s' in: %s", what, err_last());
+}
+
+static const char* lookup(enum algo_coll c, int kind, int n, size_t bytes) {
+  const struct algo_desc* d = algo_table_lookup(&t, c, kind, n, bytes);
+  return d ? d->name : "-";
+}
+
+int main(void) {
+  const char* good =
+      "# comment\n"
+      "\n"
+      "allreduce cpu 2 4 0 1K cpu_allreduce_allpairs   # trailing comment\n"
+      "allreduce\tcpu\t1\t*\t1025\t*\tcpu_allreduce_rsag\n"
+      "allreduce cpu 5 * 0 * cpu_allreduce_rsag\n"
+      "broadcast cpu 1 * 0 1G cpu_broadcast_scatter_ag";
+  CHECK_OK(algo_table_parse(good, "good.tsv", &t));
+  CHECK(t.nrules == 4);
+  CHECK(strcmp(lookup(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 2, 0), "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(lookup(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1024), "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(lookup(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1025), "cpu_allreduce_rsag") == 0);
+  CHECK(strcmp(lookup(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 5, 8), "cpu_allreduce_rsag") == 0);
+  CHECK(strcmp(lookup(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 1, 8), "-") == 0);
+  CHECK(strcmp(lookup(ALGO_COLL_ALLREDUCE, mscclppRankGpu, 2, 8), "-") == 0);
+  CHECK(strcmp(lookup(ALGO_COLL_BROADCAST, mscclppRankCpu, 3, (size_t)1 << 30), "cpu_broadcast_scatter_ag") == 0);
+  CHECK(strcmp(lookup(ALGO_COLL_BROADCAST, mscclppRankCpu, 3, ((size_t)1 << 30) + 1), "-") == 0);
+
+  expect_error("allreduce cpu 1 * 0 *", "test.tsv:1: 6 fields");
+  expect_error("\n\nallredcue cpu 1 * 0 * cpu_allreduce_rsag", "test.tsv:3: unknown collective 'allredcue'");
+  expect_error("allreduce tpu 1 * 0 * cpu_allreduce_rsag", "kind 'tpu'");
+  expect_error("allreduce cpu x * 0 * cpu_allreduce_rsag", "min_ranks 'x'");
+  expect_error("allreduce cpu 1 * 0 12Q cpu_allreduce_rsag", "max_bytes '12Q'");
+  expect_error("allreduce cpu 1 * 0 99999999999G cpu_allreduce_rsag", "max_bytes");
+  expect_error("allreduce cpu 4 2 0 * cpu_allreduce_rsag", "minimum is above its maximum");
+  expect_error("allreduce cpu 1 * 0 * cpu_nope", "'cpu_nope' cannot run allreduce on cpu ranks: no algorithm has that name");
+  expect_error("allgather cpu 1 * 0 * cpu_allreduce_rsag", "implements another collective");
+  expect_error("allreduce gpu 1 * 0 * cpu_allreduce_rsag", "other rank kind");
+  expect_error("sendrecv cpu 1 * 0 * cpu_allreduce_rsag", "unknown collective 'sendrecv'");
+
+  /* The repository's table. */
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/tuning/algo.tsv", MPP_SOURCE_DIR);
+  FILE* f = fopen(path, "r");
+  CHECK_MSG(f != NULL, "cannot open %s", path);
+  static char text[1 << 16];
+  size_t n = fread(text, 1, sizeof(text) - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  CHECK_OK(algo_table_parse(text, path, &t));
+
+  int count;
+  const struct algo_desc* r = algo_registry(&count);
+  for (int i = 0; i < count; i++)
+    for (int j = i + 1; j < count; j++) CHECK_MSG(strcmp(r[i].name, r[j].name) != 0, "duplicate %s", r[i].name);
+  for (int c = 0; c < ALGO_COLL_SENDRECV; c++) {
+    const struct algo_desc* d = NULL;
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 4096, &d));
+    CHECK_MSG(d != NULL && d->coll == (enum algo_coll)c, "no CPU algorithm for %s", algo_coll_name((enum algo_coll)c));
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 4096, &d));
+    CHECK(d == NULL); /* GPU collectives are not built yet */
+  }
+  printf("algo_select: OK (table from %s)\n", algo_table_source());
+  return 0;
+}
