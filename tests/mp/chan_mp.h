@@ -11,25 +11,11 @@
 #include <time.h>
 
 #include "helpers.h"
+#include "transport_mp.h"
 
-/* This rank's communicator as a CPU rank, every bootstrap wait bounded by 20 s. */
-static inline mscclppComm_t cm_init(int* rank, int* nranks) {
-  mscclppConfig_t cfg = MSCCLPP_CONFIG_INITIALIZER;
-  cfg.rankKind = mscclppRankCpu;
-  cfg.bootstrapTimeoutMs = 20000;
-  mscclppComm_t comm = NULL;
-  CHECK_OK(mscclppCommInitFromEnv(&comm, &cfg));
-  CHECK_OK(mscclppCommRank(comm, rank));
-  CHECK_OK(mscclppCommSize(comm, nranks));
-  return comm;
-}
-
-static inline mscclppTransport_t cm_transport(const char* name) {
-  if (strcmp(name, "shm") == 0) return mscclppTransportSHM;
-  if (strcmp(name, "tcp") == 0) return mscclppTransportTCP;
-  if (strcmp(name, "auto") == 0) return mscclppTransportAuto;
-  TEST_FAIL("unknown transport '%s' (shm|tcp|auto)", name);
-}
+/* The communicator and transport names are the transport tests' (transport_mp.h). */
+#define cm_init tmp_init
+#define cm_transport tmp_transport
 
 /* Sends mine to peer and imports the peer's registration (lower rank first, user tag). */
 static inline mscclppRegMem_t cm_swap(mscclppComm_t comm, int rank, int peer, int tag, mscclppRegMem_t mine) {
