@@ -14,4 +14,9 @@ cp "$build/CMakeCache.txt" "$dest/"
 (cd "$build" && find . -name CTestTestfile.cmake) | while read -r f; do
   mkdir -p "$dest/$(dirname "$f")" && cp "$build/$f" "$dest/$f"
 done
+# Host debug info is most of the binaries' size and the device call carries at most 64 MiB:
+# strip it from the copy (GPU_BUNDLE_KEEP_DEBUG=1 keeps it).
+if [ "${GPU_BUNDLE_KEEP_DEBUG:-0}" != 1 ]; then
+  find "$dest/bin" "$dest/lib" -type f \( -perm -u+x -o -name '*.so*' \) -exec strip --strip-debug {} + 2>/dev/null || true
+fi
 du -sh "$dest"

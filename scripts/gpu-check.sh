@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The one-call GPU check: on a machine with GPUs, run every GPU test and the key measurements
-# from a build made elsewhere (carried in BUILD), write full logs under $OUT (or ./gpu-logs),
-# and print a short table last.
+# The one-call GPU check: on a machine with GPUs, run every GPU test (the built-in collectives'
+# coll_gpu_* included) and the key measurements (allreduce, allgather, reducescatter at 8 B .. 1 GiB
+# against NCCL from the same run, mscclpp-perf -G) from a build made elsewhere (carried in BUILD),
+# write full logs under $OUT (or ./gpu-logs), and print a short table last.
 #   scripts/gpu-check.sh [BUILD]     (BUILD: a build dir, or a copy from scripts/gpu-bundle.sh)
 set -uo pipefail
 build=${1:-build}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# The collectives' selection table of this checkout (a bundle's bin/ has no tuning/ beside it).
+[ -z "${MSCCLPP_ALGO_TABLE:-}" ] && [ -e "$PWD/tuning/algo.tsv" ] && export MSCCLPP_ALGO_TABLE="$PWD/tuning/algo.tsv"
 
 # ctest files hold the absolute paths of the machine that built them: make those paths lead to
 # this copy (scripts/gpu-bundle.sh) and to this checkout.
@@ -42,7 +45,60 @@ if [ "$ngpus" -ge 2 ]; then
   add "ring demo ($ngpus GPU ranks)" "exit $?"
 fi
 
+# The built-in collectives against NCCL, same run, CUDA-graph timing (-G). Small sizes are checked
+# (-c 1); 256 MiB and 1 GiB are timed only (the host check of 1 GiB takes minutes).
+if [ -z "${MSCCLPP_NCCL_LIB_PATH:-}" ]; then
+  nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  [ -n "$nccl_lib" ] && [ -e "$nccl_lib" ] && export MSCCLPP_NCCL_LIB_PATH="$nccl_lib"
+fi
+perf_table=()
+perf() { # perf NAME COLL SIZES ARGS...
+  local name=$1 coll=$2 sizes=$3
+  shift 3
+  timeout 300 "$bin/mscclpp-run" -n "$ngpus" "$bin/mscclpp-perf" "$coll" --gpu --nccl -s "$sizes" "$@" \
+    >"$out/perf-$name.txt" 2>&1
+  local rc=$?
+  add "perf $name ($ngpus GPU ranks)" "exit $rc$(grep -q 'FAILED' "$out/perf-$name.txt" && echo ', WRONG RESULTS')"
+  # rows: size count type redop root time algbw busbw #wrong (x2) impl; ratio rows: size nccl/ours r r ratio
+  perf_table+=("$(awk -v c="$coll" '
+    $NF == "mscclpp" { ours[$1] = $6; bw[$1] = $8; wr[$1] = $9 }
+    $NF == "nccl"    { nccl[$1] = $6; nbw[$1] = $8 }
+    $NF == "ratio"   { printf "%-14s %11s %10s %10s %8s %9s %9s %6s\n", c, $1, ours[$1], nccl[$1], $3, bw[$1], nbw[$1], wr[$1] }
+  ' "$out/perf-$name.txt")")
+}
+if [ "$ngpus" -ge 2 ]; then
+  for coll in allreduce allgather reducescatter; do
+    perf "$coll-small" "$coll" 8,1K,64K,1M,16M -n 20 -w 5 -G 20 -c 1
+    perf "$coll-large" "$coll" 256M,1G -n 10 -w 2 -G 3 -c 0
+  done
+fi
+
+# Opt-in (GPU_CHECK_TUNE=1, a few more minutes): every GPU algorithm forced (MSCCLPP_ALGO) over
+# 8 B .. 64 MiB without NCCL, the data for tuning/algo.tsv's crossovers (tune-*.txt; the table
+# lists the time of each algorithm per size).
+tune_table=()
+if [ "${GPU_CHECK_TUNE:-0}" = 1 ] && [ "$ngpus" -ge 2 ]; then
+  for algo in gpu_allreduce_ll1 gpu_allreduce_ll2 gpu_allreduce_bulk gpu_allgather_ll gpu_allgather_bulk \
+              gpu_reducescatter_ll gpu_reducescatter_bulk; do
+    coll=$(echo "$algo" | sed -E 's/^gpu_([a-z]+)_.*/\1/')
+    MSCCLPP_ALGO=$algo timeout 300 "$bin/mscclpp-run" -n "$ngpus" "$bin/mscclpp-perf" "$coll" --gpu -b 8 -e 64M -f 4 \
+      -n 20 -w 5 -G 10 -c 0 >"$out/tune-$algo.txt" 2>&1
+    tune_table+=("$(awk -v a="$algo" '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%-24s %11s %10s\n", a, $1, $6 }' "$out/tune-$algo.txt")")
+  done
+fi
+
 cat "$out/ring-demo.txt" 2>/dev/null
 echo
+if [ "${#tune_table[@]}" -gt 0 ]; then
+  echo "== tuning sweep (out-of-place us per algorithm; CUDA graphs) =="
+  printf '%s\n' "${tune_table[@]}" | sed '/^$/d'
+  echo
+fi
 echo "== GPU check on $ngpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) =="
 printf '%s\n' "${summary[@]}"
+if [ "${#perf_table[@]}" -gt 0 ]; then
+  echo
+  echo "== collectives vs NCCL (float sum, out of place, CUDA graphs; ratio = NCCL time / ours, >1: ours faster) =="
+  printf '%-14s %11s %10s %10s %8s %9s %9s %6s\n' collective bytes "ours(us)" "nccl(us)" ratio "busbw" "ncclbw" wrong
+  printf '%s\n' "${perf_table[@]}" | sed '/^$/d'
+fi

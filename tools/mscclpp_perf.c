@@ -2,8 +2,8 @@
  * per rank (mscclpp-run -n N, torchrun, mpirun; mscclppCommInitFromEnv).
  *
  *   mscclpp-perf COLLECTIVE [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEPBYTES] [-n ITERS]
- *                [-w WARMUP] [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] [-G GRAPHS] [--json FILE]
- *                [--cpu | --gpu] [--nccl]
+ *                [-w WARMUP] [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] [-G GRAPHS] [-s SIZE,...]
+ *                [--json FILE] [--cpu | --gpu] [--nccl]
  *
  * COLLECTIVE: allreduce allgather reducescatter broadcast reduce alltoall sendrecv (sendrecv: every
  * rank sends to rank+1 and receives from rank-1 in one group). Sizes as nccl-tests counts them:
@@ -12,9 +12,16 @@
  * each rank's average; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather, reducescatter,
  * alltoall), 1 (broadcast, reduce, sendrecv). The check (-c 1) runs each size once more on fresh
  * inputs (src/algo/verify.h: exact in every order and datatype, 2 ulp for avg and premulsum) and
- * counts wrong elements over all ranks; any wrong element makes the exit status 1. */
+ * counts wrong elements over all ranks; any wrong element makes the exit status 1.
+ *
+ * GPU ranks: buffers from cudaMalloc, calls on a non-blocking stream; -G N captures the -n calls
+ * of a size in a CUDA graph and replays it N times (eager launches otherwise). --nccl runs NCCL
+ * (dlopen: MSCCLPP_NCCL_LIB_PATH, else libnccl.so.2, else PyTorch's nvidia-nccl wheel) on the same
+ * buffers in the same run, with NCCL_NVLS_ENABLE=0 unless set, and prints a "ratio" row per size:
+ * NCCL's time / ours (above 1: ours is faster). -s 8,1K,1G runs exactly those sizes. */
 #include <dlfcn.h>
 #include <getopt.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +42,8 @@ struct opts {
   double factor;
   int iters, warmup, check, dtype, op, root, graphs, kind, nccl;
   const char* json;
+  size_t sizes[64]; /* -s: an explicit list instead of -b/-e/-f */
+  int nsizes;
 };
 
 /* ---- options ---------------------------------------------------------------------------------- */
@@ -42,7 +51,8 @@ struct opts {
 static void usage(void) {
   fprintf(stderr,
           "usage: mscclpp-perf COLLECTIVE [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEPBYTES] [-n ITERS] [-w WARMUP]\n"
-          "                    [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] [-G GRAPHS] [--json FILE] [--cpu|--gpu] [--nccl]\n"
+          "                    [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] [-G GRAPHS] [-s SIZE,SIZE,...] [--json FILE]\n"
+          "                    [--cpu|--gpu] [--nccl]\n"
           "  COLLECTIVE  allreduce allgather reducescatter broadcast reduce alltoall sendrecv\n"
           "  DTYPE       int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2\n"
           "  OP          sum prod max min avg premulsum\n"
@@ -59,6 +69,22 @@ static size_t parse_size(const char* s) {
     exit(2);
   }
   return (size_t)(v * mult);
+}
+
+/* -s 8,1K,64K: the sizes to run, in order. */
+static void parse_sizes(const char* list, struct opts* o) {
+  char buf[1024];
+  snprintf(buf, sizeof(buf), "%s", list);
+  o->nsizes = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+    if (o->nsizes == (int)(sizeof(o->sizes) / sizeof(o->sizes[0]))) {
+      fprintf(stderr, "mscclpp-perf: -s takes at most 64 sizes\n");
+      exit(2);
+    }
+    o->sizes[o->nsizes++] = parse_size(t);
+  }
+  if (o->nsizes > 0) o->minb = o->sizes[0], o->maxb = o->sizes[0];
+  for (int i = 0; i < o->nsizes; i++) o->maxb = o->sizes[i] > o->maxb ? o->sizes[i] : o->maxb;
 }
 
 static int lookup(const char* s, int n, const char* (*name)(int), const char* what) {
@@ -78,7 +104,7 @@ static void parse(int argc, char** argv, struct opts* o) {
   static const struct option longs[] = {{"json", required_argument, 0, 'J'}, {"cpu", no_argument, 0, 'C'},
                                         {"gpu", no_argument, 0, 'U'},        {"nccl", no_argument, 0, 'N'},
                                         {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
-  for (int c; (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:G:h", longs, NULL)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:G:s:h", longs, NULL)) != -1;) {
     switch (c) {
       case 'b': o->minb = parse_size(optarg); break;
       case 'e': o->maxb = parse_size(optarg); break;
@@ -90,6 +116,7 @@ static void parse(int argc, char** argv, struct opts* o) {
       case 'd': o->dtype = lookup(optarg, ALGO_DTYPE_COUNT, algo_dtype_name, "datatype"); break;
       case 'o': o->op = lookup(optarg, ALGO_OP_COUNT, op_name, "op"); break;
       case 'r': o->root = atoi(optarg); break;
+      case 's': parse_sizes(optarg, o); break;
       case 'G': o->graphs = atoi(optarg); break;
       case 'J': o->json = optarg; break;
       case 'C': o->kind = mscclppRankCpu; break;
@@ -100,6 +127,10 @@ static void parse(int argc, char** argv, struct opts* o) {
   }
   if (optind != argc - 1) usage();
   o->coll = lookup(argv[optind], ALGO_COLL_COUNT, coll_name, "collective");
+  if (o->nsizes > 0) { /* buffers are sized for maxb; the loop walks the list */
+    o->minb = o->maxb;
+    for (int i = 0; i < o->nsizes; i++) o->minb = o->sizes[i] < o->minb ? o->sizes[i] : o->minb;
+  }
   if (o->iters < 1 || o->warmup < 0 || o->minb > o->maxb || (o->factor <= 1.0 && o->stepb == 0)) {
     fprintf(stderr, "mscclpp-perf: need -n >= 1, -w >= 0, -b <= -e, and -f > 1 or -i > 0\n");
     exit(2);
@@ -250,10 +281,38 @@ static double now_s(void) {
 
 /* ---- NCCL (GPU ranks only) -------------------------------------------------------------------- */
 
-static void nccl_load(struct bench* b) {
+/* Opens the real NCCL: MSCCLPP_NCCL_LIB_PATH (default libnccl.so.2 on the loader's path), else the
+ * nvidia-nccl wheel that PyTorch installs (site-packages/nvidia/nccl/lib/libnccl.so.2). */
+static void* nccl_open(const char** used) {
   const char* path = param_str(PARAM_NCCL_LIB_PATH);
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  *used = path;
+  if (lib != NULL || getenv("MSCCLPP_NCCL_LIB_PATH") != NULL) return lib;
+  static const char* const pats[] = {"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+                                     "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+                                     "/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+                                     "/opt/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+                                     "/root/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"};
+  static char found[4096];
+  for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]) && lib == NULL; i++) {
+    glob_t gl;
+    if (glob(pats[i], 0, NULL, &gl) == 0 && gl.gl_pathc > 0) {
+      snprintf(found, sizeof(found), "%s", gl.gl_pathv[0]);
+      lib = dlopen(found, RTLD_NOW | RTLD_LOCAL);
+      if (lib != NULL) *used = found;
+    }
+    globfree(&gl);
+  }
+  return lib;
+}
+
+static void nccl_load(struct bench* b) {
+  /* Never let NCCL create NVLink multicast objects on the shared machines (design.md). */
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  const char* path = NULL;
+  void* lib = nccl_open(&path);
   if (lib == NULL) die(b, "--nccl: dlopen (set MSCCLPP_NCCL_LIB_PATH)", dlerror());
+  if (b->rank == 0) printf("# NCCL: %s (NCCL_NVLS_ENABLE=%s)\n", path, getenv("NCCL_NVLS_ENABLE"));
 #define SYM(name)                                                               \
   do {                                                                          \
     *(void**)&b->nc.name = dlsym(lib, "nccl" #name);                            \
@@ -552,6 +611,19 @@ static void report_row(struct bench* b, int impl, const struct shape* s, const s
   fprintf(b->json, "}");
 }
 
+/* "NCCL time / our time" per placement (above 1: we are faster), from the same run. */
+static void report_ratio(struct bench* b, const struct shape* s, struct result got[2][2]) {
+  if (b->rank != 0) return;
+  char r[2][16];
+  for (int k = 0; k < 2; k++) {
+    const struct result *m = &got[IMPL_MSCCLPP][k], *n = &got[IMPL_NCCL][k];
+    if (m->valid && n->valid && m->time_us > 0) snprintf(r[k], sizeof(r[k]), "%.2fx", n->time_us / m->time_us);
+    else snprintf(r[k], sizeof(r[k]), "N/A");
+  }
+  printf("  %10zu %12s %9s %9s %5s  %-33s  %-33s  ratio\n", s->bytes, "nccl/ours", "", "", "", r[0], r[1]);
+  fflush(stdout);
+}
+
 static void json_open(struct bench* b) {
   if (b->rank != 0 || b->o.json == NULL) return;
   b->json = fopen(b->o.json, "w");
@@ -629,17 +701,25 @@ int main(int argc, char** argv) {
   if (b.rank == 0) print_header(&b);
   json_open(&b);
   uint64_t seed = 1;
-  for (size_t size = b.o.minb; size <= b.o.maxb;) {
+  int list_i = 0;
+  for (size_t size = b.o.nsizes ? b.o.sizes[0] : b.o.minb; b.o.nsizes ? list_i < b.o.nsizes : size <= b.o.maxb;) {
     struct shape s = shape_of(b.o.coll, size, b.es, b.n);
+    struct result got[2][2] = {{{0}}};
     for (int impl = IMPL_MSCCLPP; impl <= (b.o.nccl && b.gpu ? IMPL_NCCL : IMPL_MSCCLPP); impl++) {
       if (impl == IMPL_MSCCLPP && b.mscclpp_broken) continue;
       struct result oop = measure(&b, impl, &s, 0, seed++), ip = {0};
       if (b.o.coll != ALGO_COLL_SENDRECV) ip = measure(&b, impl, &s, 1, seed++);
+      got[impl][0] = oop, got[impl][1] = ip;
       if (oop.valid || ip.valid) report_row(&b, impl, &s, &oop, &ip);
+      if (impl == IMPL_NCCL) report_ratio(&b, &s, got);
       for (int k = 0; k < 2; k++) { /* every rank knows the sums over ranks */
         const struct result* r = k ? &ip : &oop;
         if (r->valid && r->wrong != (size_t)-1) b.wrong_total += r->wrong;
       }
+    }
+    if (b.o.nsizes) {
+      if (++list_i < b.o.nsizes) size = b.o.sizes[list_i];
+      continue;
     }
     size_t next = b.o.stepb ? size + b.o.stepb : (size_t)((double)size * b.o.factor);
     size = next > size ? next : size + 1;

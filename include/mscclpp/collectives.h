@@ -4,8 +4,10 @@
  *
  * Rank kinds. On CPU ranks every buffer is host memory (any: malloc, stack, mmap) and every call is
  * blocking: it returns once this rank's part is complete and its output is in place; the stream is
- * ignored. On GPU ranks buffers are device memory and calls are ordered on the stream (GPU
- * collectives are not built yet: they return InvalidUsage).
+ * ignored. On GPU ranks buffers are device memory and calls are ordered on the stream (a
+ * cudaStream_t; they may be captured into CUDA graphs once the communicator ran one GPU collective
+ * or send/recv outside capture, which every rank must call: it sets up the communicator's scratch
+ * and channels).
  *
  * Every rank of the communicator calls the same collectives in the same order with matching
  * arguments (count, datatype, op, root); a mismatch detected on the wire is an error naming the

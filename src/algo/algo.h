@@ -16,6 +16,7 @@
 
 struct mscclppComm;
 struct cpu_net;
+struct gpu_net;
 
 enum algo_coll {
   ALGO_COLL_ALLREDUCE = 0,
@@ -47,6 +48,7 @@ struct algo_args {
   mscclppRedOp_t user_op; /* as the caller passed it */
   enum algo_op op;        /* resolved kind (reductions only) */
   algo_scalar scalar;     /* this rank's premulsum scalar */
+  const void* scalar_dev; /* GPU ranks, device-resident premulsum scalar: read by the kernel (else NULL) */
   int root;
   void* stream;
   size_t bytes;           /* the message size the selection table uses (see tuning/algo.tsv) */
@@ -69,6 +71,7 @@ struct algo_comm {
   struct algo_premul* premul;
   int npremul;
   struct cpu_net* net; /* CPU ranks: scratch and pipes, made on first use */
+  struct gpu_net* gnet; /* GPU ranks: scratch and memory channels, made on first use (algo/gpu/gpu.h) */
 };
 
 /* The state of comm, made on first use (no communication) in the communicator's COMM_EXT_ALGO slot
@@ -79,6 +82,10 @@ mscclppResult_t algo_comm_get(struct mscclppComm* comm, struct algo_comm** out);
  * for Device residence). InvalidArgument names fn and what is wrong. */
 mscclppResult_t algo_resolve_op(const char* fn, struct algo_comm* ac, mscclppRedOp_t op, int dtype, enum algo_op* kind,
                                 algo_scalar* scalar);
+
+/* The device-resident scalar of op on a GPU-rank communicator (read by the kernels at every call),
+ * or NULL. */
+const void* algo_premul_device_scalar(struct algo_comm* ac, mscclppRedOp_t op);
 
 /* ---- registry and selection (select.c) -------------------------------------------------------- */
 
@@ -112,6 +119,7 @@ struct p2p_op {
   size_t bytes;
   size_t done; /* bytes moved */
   int pred;    /* index of the previous op with the same communicator, peer and direction, or -1 */
+  void* stream; /* GPU ranks: the stream the op is ordered on */
   int finished;
 };
 
@@ -125,6 +133,6 @@ int algo_in_group(void);
 /* Queues a checked collective (inside a group) for GroupEnd. */
 mscclppResult_t algo_group_add_coll(struct algo_comm* ac, const struct algo_args* a);
 /* Queues (inside a group) or runs (outside) a checked send (is_send) or receive. */
-mscclppResult_t algo_group_add_p2p(struct algo_comm* ac, int is_send, void* buf, size_t bytes, int peer);
+mscclppResult_t algo_group_add_p2p(struct algo_comm* ac, int is_send, void* buf, size_t bytes, int peer, void* stream);
 
 #endif /* MPP_ALGO_ALGO_H_ */

@@ -60,6 +60,7 @@ static mscclppResult_t run(struct algo_comm* ac, const struct algo_args* a) {
 static mscclppResult_t reduction(const char* fn, struct algo_comm* ac, struct algo_args* a, mscclppRedOp_t op, int need_recv) {
   a->user_op = op;
   MPP_CHECK(algo_resolve_op(fn, ac, op, a->dtype, &a->op, &a->scalar));
+  a->scalar_dev = algo_premul_device_scalar(ac, op);
   if (a->count == 0) return mscclppSuccess;
   MPP_CHECK(check_bufs(fn, a->send, 1, a->recv, need_recv));
   return run(ac, a);
@@ -148,7 +149,7 @@ mscclppResult_t mscclppBroadcast(const void* sendbuff, void* recvbuff, size_t co
 
 /* Send and receive: count elements of datatype to or from peer. */
 static mscclppResult_t p2p(const char* fn, int is_send, void* buf, size_t count, mscclppDataType_t datatype, int peer,
-                           mscclppComm_t comm) {
+                           mscclppComm_t comm, void* stream) {
   struct algo_comm* ac;
   struct algo_args a;
   MPP_CHECK(prepare(fn, comm, ALGO_COLL_SENDRECV, count, datatype, 0, &ac, &a));
@@ -156,19 +157,17 @@ static mscclppResult_t p2p(const char* fn, int is_send, void* buf, size_t count,
                 comm->nranks);
   if (count == 0) return mscclppSuccess;
   MPP_CHECK(check_bufs(fn, buf, is_send, buf, !is_send));
-  return algo_group_add_p2p(ac, is_send, buf, a.bytes, peer);
+  return algo_group_add_p2p(ac, is_send, buf, a.bytes, peer, stream);
 }
 
 mscclppResult_t mscclppSend(const void* sendbuff, size_t count, mscclppDataType_t datatype, int peer, mscclppComm_t comm,
                             void* stream) {
   err_clear();
-  (void)stream;
-  return p2p("mscclppSend", 1, (void*)(uintptr_t)sendbuff, count, datatype, peer, comm);
+  return p2p("mscclppSend", 1, (void*)(uintptr_t)sendbuff, count, datatype, peer, comm, stream);
 }
 
 mscclppResult_t mscclppRecv(void* recvbuff, size_t count, mscclppDataType_t datatype, int peer, mscclppComm_t comm,
                             void* stream) {
   err_clear();
-  (void)stream;
-  return p2p("mscclppRecv", 0, recvbuff, count, datatype, peer, comm);
+  return p2p("mscclppRecv", 0, recvbuff, count, datatype, peer, comm, stream);
 }

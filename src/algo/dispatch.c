@@ -1,8 +1,9 @@
 /* dispatch.c - the one place where a checked call meets an algorithm: rank kind, selection, run.
- * GPU ranks find no GPU algorithm in the registry yet and get InvalidUsage; GPU algorithms plug in
- * as registry rows (registry.c) and tuning rules, with no change here. */
+ * CPU and GPU algorithms are registry rows (registry.c) chosen by the tuning rules; a group's
+ * sends and receives go to the CPU engine (cpu/p2p.c) or the GPU one (gpu/p2p.c). */
 #include "algo/algo.h"
 #include "algo/cpu/net.h"
+#include "algo/gpu/gpu.h"
 #include "core/comm.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -17,7 +18,7 @@ static mscclppResult_t check_kind(const struct algo_comm* ac, const char* what) 
 }
 
 static mscclppResult_t not_built(const char* what) {
-  return MPP_ERR(mscclppInvalidUsage, "%s: GPU collectives are not built yet (use CPU ranks: MSCCLPP_RANK_KIND=cpu)", what);
+  return MPP_ERR(mscclppInvalidUsage, "%s: no GPU algorithm is registered for it", what);
 }
 
 mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a) {
@@ -34,9 +35,10 @@ mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a) {
 }
 
 mscclppResult_t algo_dispatch_p2p(struct p2p_op* ops, int nops) {
+  int gpu = 0;
   for (int i = 0; i < nops; i++) {
     MPP_CHECK(check_kind(ops[i].ac, "send/recv"));
-    if (ops[i].ac->kind == mscclppRankGpu) return not_built("send/recv");
+    gpu |= ops[i].ac->kind == mscclppRankGpu;
   }
-  return cpu_p2p_run(ops, nops);
+  return gpu ? gpu_p2p_run(ops, nops) : cpu_p2p_run(ops, nops); /* gpu_p2p_run refuses CPU ops */
 }

@@ -69,8 +69,8 @@ mscclppResult_t algo_group_add_coll(struct algo_comm* ac, const struct algo_args
   return mscclppSuccess;
 }
 
-mscclppResult_t algo_group_add_p2p(struct algo_comm* ac, int is_send, void* buf, size_t bytes, int peer) {
-  struct p2p_op op = {.ac = ac, .is_send = is_send, .peer = peer, .buf = buf, .bytes = bytes, .pred = -1};
+mscclppResult_t algo_group_add_p2p(struct algo_comm* ac, int is_send, void* buf, size_t bytes, int peer, void* stream) {
+  struct p2p_op op = {.ac = ac, .is_send = is_send, .peer = peer, .buf = buf, .bytes = bytes, .pred = -1, .stream = stream};
   struct group_state* g = group_get();
   if (g == NULL || g->depth == 0) return algo_dispatch_p2p(&op, 1);
   if (grow((void**)&g->p2p, &g->p2p_cap, g->np2p, sizeof(*g->p2p)) != 0)

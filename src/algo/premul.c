@@ -22,8 +22,6 @@ mscclppResult_t mscclppRedOpCreatePreMulSum(mscclppRedOp_t* op, void* scalar, ms
   MPP_CHECK_ARG(residence == mscclppScalarDevice || residence == mscclppScalarHostImmediate,
                 "mscclppRedOpCreatePreMulSum: residence %d is neither mscclppScalarDevice (0) nor mscclppScalarHostImmediate (1)",
                 (int)residence);
-  MPP_CHECK_ARG(residence == mscclppScalarHostImmediate || comm->kind == mscclppRankCpu,
-                "mscclppRedOpCreatePreMulSum: device-resident scalars need the GPU collectives, which are not built yet");
   struct algo_comm* ac;
   MPP_CHECK(algo_comm_get(comm, &ac));
   int idx = 0;
@@ -83,6 +81,13 @@ mscclppResult_t algo_resolve_op(const char* fn, struct algo_comm* ac, mscclppRed
     return MPP_ERR(mscclppInvalidArgument, "%s: op %d was created for datatype %s, the call uses %s", fn, (int)op,
                    algo_dtype_name(e->dtype), algo_dtype_name(dtype));
   *kind = ALGO_OP_PREMUL;
+  if (e->residence == mscclppScalarDevice && ac->kind == mscclppRankGpu) return mscclppSuccess; /* the kernel reads it */
   *scalar = algo_scalar_from(e->residence == mscclppScalarDevice ? e->ptr : e->value, dtype);
   return mscclppSuccess;
+}
+
+const void* algo_premul_device_scalar(struct algo_comm* ac, mscclppRedOp_t op) {
+  if ((int)op >= 0 && (int)op < (int)mscclppNumOps) return NULL;
+  struct algo_premul* e = premul_find(ac, op);
+  return e != NULL && e->residence == mscclppScalarDevice && ac->kind == mscclppRankGpu ? e->ptr : NULL;
 }

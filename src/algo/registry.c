@@ -1,10 +1,11 @@
-/* registry.c - every built-in algorithm by name. GPU algorithms add rows here (kind
- * mscclppRankGpu); the first row of a collective and kind is its default. */
+/* registry.c - every built-in algorithm by name, CPU and GPU (algo/gpu/algos.c); the first row of a
+ * collective and kind is its default. */
 #include <stdio.h>
 #include <string.h>
 
 #include "algo/algo.h"
 #include "algo/cpu/net.h"
+#include "algo/gpu/gpu.h"
 
 static const struct algo_desc registry[] = {
     {.name = "cpu_allreduce_rsag", .coll = ALGO_COLL_ALLREDUCE, .kind = mscclppRankCpu, .run = cpu_allreduce_rsag},
@@ -16,6 +17,21 @@ static const struct algo_desc registry[] = {
      .run = cpu_broadcast_scatter_ag},
     {.name = "cpu_reduce_rs_gather", .coll = ALGO_COLL_REDUCE, .kind = mscclppRankCpu, .run = cpu_reduce_rs_gather},
     {.name = "cpu_alltoall_direct", .coll = ALGO_COLL_ALLTOALL, .kind = mscclppRankCpu, .run = cpu_alltoall_direct},
+#define GPU_ROW(n, c) {.name = #n, .coll = c, .kind = mscclppRankGpu, .run = n}
+    GPU_ROW(gpu_allreduce_bulk, ALGO_COLL_ALLREDUCE),
+    GPU_ROW(gpu_allreduce_ll1, ALGO_COLL_ALLREDUCE),
+    GPU_ROW(gpu_allreduce_ll2, ALGO_COLL_ALLREDUCE),
+    GPU_ROW(gpu_allgather_bulk, ALGO_COLL_ALLGATHER),
+    GPU_ROW(gpu_allgather_ll, ALGO_COLL_ALLGATHER),
+    GPU_ROW(gpu_reducescatter_bulk, ALGO_COLL_REDUCESCATTER),
+    GPU_ROW(gpu_reducescatter_ll, ALGO_COLL_REDUCESCATTER),
+    GPU_ROW(gpu_broadcast_bulk, ALGO_COLL_BROADCAST),
+    GPU_ROW(gpu_broadcast_ll, ALGO_COLL_BROADCAST),
+    GPU_ROW(gpu_reduce_bulk, ALGO_COLL_REDUCE),
+    GPU_ROW(gpu_reduce_ll, ALGO_COLL_REDUCE),
+    GPU_ROW(gpu_alltoall_bulk, ALGO_COLL_ALLTOALL),
+    GPU_ROW(gpu_alltoall_ll, ALGO_COLL_ALLTOALL),
+#undef GPU_ROW
 };
 
 const struct algo_desc* algo_registry(int* count) {

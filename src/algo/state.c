@@ -4,6 +4,7 @@
 
 #include "algo/algo.h"
 #include "algo/cpu/net.h"
+#include "algo/gpu/gpu.h"
 #include "core/comm.h"
 #include "util/err.h"
 
@@ -13,6 +14,7 @@ static void state_fini(struct mscclppComm* comm, void* state, int abort) {
   (void)abort;
   struct algo_comm* ac = state;
   cpu_net_free(ac->net);
+  gpu_net_free(ac->gnet);
   free(ac->premul);
   free(ac);
 }

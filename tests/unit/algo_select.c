@@ -73,7 +73,12 @@ int main(void) {
     CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 4096, &d));
     CHECK_MSG(d != NULL && d->coll == (enum algo_coll)c, "no CPU algorithm for %s", algo_coll_name((enum algo_coll)c));
     CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 4096, &d));
-    CHECK(d == NULL); /* GPU collectives are not built yet */
+    CHECK_MSG(d != NULL && d->coll == (enum algo_coll)c && d->kind == mscclppRankGpu, "no GPU algorithm for %s",
+              algo_coll_name((enum algo_coll)c));
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, (size_t)1 << 30, &d));
+    CHECK_MSG(d != NULL && d->kind == mscclppRankGpu && strstr(d->name, "_bulk") != NULL,
+              "1 GiB %s on GPU ranks should be a bulk algorithm, got %s", algo_coll_name((enum algo_coll)c),
+              d ? d->name : "none");
   }
   printf("algo_select: OK (table from %s)\n", algo_table_source());
   return 0;

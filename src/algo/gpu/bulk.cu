@@ -1,0 +1,129 @@
+/* bulk.cu - the bandwidth exchange kernel of the GPU collectives: a gx_plan moved in steps through
+ * the bulk inboxes with SM stores over NVLink and one semaphore round per step.
+ *
+ * Block b of nblocks owns bytes [b * cb, (b + 1) * cb) of every inbox (cb = bulk_slot / nblocks)
+ * and, in step k, bytes [k * C + b * cb, +cb) of every part (C = nblocks * cb). A step: put this
+ * block's share of every part into the peers' inboxes of parity k mod 2 (__syncthreads), signal
+ * every peer on the block's own channel and wait for every peer's signal (so each block pairs
+ * only with the same block of the peers), then copy or reduce what arrived into the output.
+ *
+ * Reuse: a block writes a peer's inbox of parity p again (step k + 2) only after it has the
+ * peer's signal of step k + 1, which the peer's block gives after it finished reading step k. A
+ * launch ends with one more signal/wait round after the last read, so the next launch, whatever
+ * its size, starts on drained inboxes. A step reads a range of the input before it writes the same
+ * range of the output, in the same block, so in-place calls are safe. Every rank runs the same
+ * number of steps (from p.maxlen, equal on every rank) and signals every peer in every step. */
+#include <cuda_runtime.h>
+
+#include <mscclpp/copy.h>
+#include <mscclpp/memory_channel.h>
+
+#include "algo/gpu/gpu.h"
+#include "algo/gpu/elem.cuh"
+extern "C" {
+#include "util/err.h" /* C linkage: err_set lives in C */
+}
+
+__device__ __forceinline__ uint64_t share(uint64_t len, uint64_t lo, uint64_t cb) {
+  return len > lo ? (len - lo < cb ? len - lo : cb) : 0;
+}
+
+/* Inbox (parity, from) of this block in the scratch at base. */
+__device__ __forceinline__ char* bulk_inbox(const gpu_dev& d, char* base, uint32_t parity, int from) {
+  uint64_t cb = d.bulk_slot / (uint64_t)d.nblocks;
+  return base + d.ll_bytes + ((uint64_t)parity * (uint64_t)d.nranks + (uint64_t)from) * d.bulk_slot +
+         (uint64_t)blockIdx.x * cb;
+}
+
+/* Steps peer q takes part in: all of them for a collective, its pair's own for p2p. */
+__device__ __forceinline__ uint64_t peer_steps(const gx_plan& p, int q, uint64_t C, uint64_t all) {
+  return p.p2p ? (p.pair_len[q] + C - 1) / C : all;
+}
+
+/* One signal/wait round of this block with every peer that takes part in step k (k == steps: the
+ * closing round, with every peer that took part at all). The signal releases this block's writes
+ * (made before the caller's __syncthreads) to the peer; the wait acquires the peer block's writes
+ * before the __syncthreads after it. Returns nonzero in every thread when a wait failed. */
+__device__ int bulk_round(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64_t C, uint64_t steps) {
+  int rc = MSCCLPP_DEVICE_OK;
+  const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
+  int q = (int)threadIdx.x;
+  uint64_t mine = q < d.nranks ? peer_steps(p, q, C, steps) : 0;
+  if (q < d.nranks && q != d.rank && (k < mine || (k == steps && mine > 0))) {
+    mscclppMemoryChannelSignal(&ch[q]);
+    rc = mscclppMemoryChannelWait(&ch[q]);
+  }
+  return __syncthreads_or(rc != MSCCLPP_DEVICE_OK);
+}
+
+template <int DT>
+__device__ void bulk_put(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64_t lo, uint64_t cb) {
+  algo_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
+  for (int q = 0; q < d.nranks; q++) {
+    uint64_t n = share(p.send_len[q], lo, cb);
+    if (q == d.rank || n == 0) continue;
+    char* dst = bulk_inbox(d, (char*)d.chans[q].remote, (uint32_t)(k & 1), d.rank);
+    const char* src = p.src + p.send_off[q] + lo;
+    if (p.scale_send) scale_range<DT>(dst, src, n / sizeof(typename Ty<DT>::T), sc, threadIdx.x, blockDim.x);
+    else mscclppCopy(dst, src, n, threadIdx.x, blockDim.x);
+  }
+}
+
+__device__ void bulk_copy_out(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64_t lo, uint64_t cb) {
+  for (int q = 0; q < d.nranks; q++) {
+    uint64_t n = share(p.recv_len[q], lo, cb);
+    if (n == 0) continue;
+    char* dst = p.dst + p.recv_off[q] + lo;
+    const char* src = q == d.rank ? p.src + p.send_off[q] + lo : bulk_inbox(d, d.scratch, (uint32_t)(k & 1), q);
+    if (src != dst) mscclppCopy(dst, src, n, threadIdx.x, blockDim.x);
+  }
+}
+
+template <int DT, int OP>
+__device__ void bulk_reduce_out(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64_t lo, uint64_t cb) {
+  typedef typename Ty<DT>::T T;
+  uint64_t n = share(p.recv_len[d.rank], lo, cb);
+  if (n == 0) return;
+  const char* srcs[GPU_MAX_RANKS];
+  const char* own = p.src + p.send_off[d.rank] + lo;
+  char* dst = p.dst + p.red_off + lo;
+  if (p.scale_send) { /* the own part scaled like the peers' (into dst: read and written by one thread) */
+    scale_range<DT>(dst, own, n / sizeof(T), plan_scalar<DT>(p.scalar, p.scalar_dev), threadIdx.x, blockDim.x);
+    __syncthreads();
+    own = dst;
+  }
+  for (int r = 0; r < d.nranks; r++) srcs[r] = r == d.rank ? own : bulk_inbox(d, d.scratch, (uint32_t)(k & 1), r);
+  red_range<DT, OP>(dst, srcs, d.nranks, n / sizeof(T), threadIdx.x, blockDim.x);
+}
+
+template <int DT, int OP>
+__global__ void __launch_bounds__(GPU_BULK_THREADS) bulk_kernel(gpu_dev d, gx_plan p) {
+  uint64_t cb = d.bulk_slot / (uint64_t)d.nblocks, C = cb * (uint64_t)d.nblocks;
+  uint64_t steps = (p.maxlen + C - 1) / C;
+  for (uint64_t k = 0; k < steps; k++) {
+    uint64_t lo = k * C + (uint64_t)blockIdx.x * cb;
+    bulk_put<DT>(d, p, k, lo, cb);
+    __syncthreads();
+    if (bulk_round(d, p, k, C, steps)) return; /* the rank's device-error record says who timed out */
+    if (p.mode == GX_COPY) bulk_copy_out(d, p, k, lo, cb);
+    else if (p.mode == GX_REDUCE) bulk_reduce_out<DT, OP>(d, p, k, lo, cb);
+    __syncthreads();
+  }
+  (void)bulk_round(d, p, steps, C, steps);
+}
+
+typedef void (*bulk_fn)(gpu_dev, gx_plan);
+template <int DT, int OP>
+struct BulkGet {
+  typedef bulk_fn fn;
+  static fn get() { return bulk_kernel<DT, OP>; }
+};
+
+extern "C" mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream) {
+  bulk_fn k = GxPick<BulkGet>::pick(p->dtype, p->op);
+  k<<<d->nblocks, GPU_BULK_THREADS, 0, (cudaStream_t)stream>>>(*d, *p);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return MPP_ERR(mscclppInternalError, "GPU collectives: bulk kernel launch failed: %s", cudaGetErrorString(e));
+  return mscclppSuccess;
+}

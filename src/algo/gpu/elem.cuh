@@ -1,0 +1,205 @@
+/* elem.cuh - the reduction of the GPU collectives, per datatype x operator (templates replace that
+ * expansion only). Same semantics as the CPU ranks (redop.h, reduce.c): inputs convert once into
+ * the accumulator family, combine in rank order, avg divides once, and the result rounds once.
+ * Pre-multiplied sums are scaled at the sender: each rank's part is multiplied by its own scalar
+ * and rounded to the datatype before it travels (scale8 / scale_elem), then summed. */
+#ifndef MPP_ALGO_GPU_ELEM_CUH_
+#define MPP_ALGO_GPU_ELEM_CUH_
+
+#include <stdint.h>
+#include <string.h>
+
+#include "algo/dtype.h"
+#include "algo/redop.h"
+
+/* Storage type T, accumulator A, and the conversions of one datatype. */
+template <int DT>
+struct Ty;
+
+#define GX_INT_TY(ID, TT, AA, SCALE)                                                             \
+  template <>                                                                                  \
+  struct Ty<ID> {                                                                              \
+    typedef TT T;                                                                              \
+    typedef AA A;                                                                              \
+    static __device__ __forceinline__ A in(T x) { return (A)x; }                               \
+    static __device__ __forceinline__ T out(A a) { return (T)a; }                              \
+    static __device__ __forceinline__ T div(A a, int n) { return (T)((T)a / (T)n); }           \
+    static __device__ __forceinline__ A scale(A x, algo_scalar s) { return SCALE; }            \
+  };
+GX_INT_TY(0, int8_t, int64_t, algo_mul_i64(x, s.i))
+GX_INT_TY(1, uint8_t, uint64_t, x* s.u)
+GX_INT_TY(2, int32_t, int64_t, algo_mul_i64(x, s.i))
+GX_INT_TY(3, uint32_t, uint64_t, x* s.u)
+GX_INT_TY(4, int64_t, int64_t, algo_mul_i64(x, s.i))
+GX_INT_TY(5, uint64_t, uint64_t, x* s.u)
+#undef GX_INT_TY
+
+/* Narrow floats: IN widens, OUT rounds; a premulsum product rounds to the type (reduce.c). */
+#define GX_NARROW_TY(ID, TT, IN, OUT)                                                            \
+  template <>                                                                                  \
+  struct Ty<ID> {                                                                              \
+    typedef TT T;                                                                              \
+    typedef float A;                                                                           \
+    static __device__ __forceinline__ A in(T x) { return IN(x); }                              \
+    static __device__ __forceinline__ T out(A a) { return OUT(a); }                            \
+    static __device__ __forceinline__ T div(A a, int n) { return OUT(a / (float)n); }          \
+    static __device__ __forceinline__ A scale(A x, algo_scalar s) { return IN(OUT(x * s.f)); } \
+  };
+GX_NARROW_TY(6, uint16_t, algo_half_to_float, algo_float_to_half)
+GX_NARROW_TY(9, uint16_t, algo_bf16_to_float, algo_float_to_bf16)
+GX_NARROW_TY(10, uint8_t, algo_e4m3_to_float, algo_float_to_e4m3)
+GX_NARROW_TY(11, uint8_t, algo_e5m2_to_float, algo_float_to_e5m2)
+#undef GX_NARROW_TY
+
+template <>
+struct Ty<7> {
+  typedef float T;
+  typedef float A;
+  static __device__ __forceinline__ A in(T x) { return x; }
+  static __device__ __forceinline__ T out(A a) { return a; }
+  static __device__ __forceinline__ T div(A a, int n) { return a / (float)n; }
+  static __device__ __forceinline__ A scale(A x, algo_scalar s) { return x * s.f; }
+};
+template <>
+struct Ty<8> {
+  typedef double T;
+  typedef double A;
+  static __device__ __forceinline__ A in(T x) { return x; }
+  static __device__ __forceinline__ T out(A a) { return a; }
+  static __device__ __forceinline__ T div(A a, int n) { return a / (double)n; }
+  static __device__ __forceinline__ A scale(A x, algo_scalar s) { return x * s.d; }
+};
+
+__device__ __forceinline__ int64_t gx_comb(int64_t a, int64_t b, int op) { return algo_combine_i64(a, b, op); }
+__device__ __forceinline__ uint64_t gx_comb(uint64_t a, uint64_t b, int op) { return algo_combine_u64(a, b, op); }
+__device__ __forceinline__ float gx_comb(float a, float b, int op) { return algo_combine_f32(a, b, op); }
+__device__ __forceinline__ double gx_comb(double a, double b, int op) { return algo_combine_f64(a, b, op); }
+
+/* avg and premulsum combine as sum. */
+template <int OP>
+struct CombOp {
+  enum { v = (OP == ALGO_OP_AVG || OP == ALGO_OP_PREMUL) ? ALGO_OP_SUM : OP };
+};
+
+/* Reduces the 8-byte payloads pl[0..n) (rank order) element-wise; every lane is computed (lanes
+ * past the data are garbage the caller does not store). */
+template <int DT, int OP>
+__device__ __forceinline__ uint64_t red8(const uint64_t* pl, int n) {
+  typedef typename Ty<DT>::T T;
+  typedef typename Ty<DT>::A A;
+  enum { E = 8 / sizeof(T) };
+  T v[E];
+  A acc[E];
+  memcpy(v, &pl[0], 8);
+#pragma unroll
+  for (int e = 0; e < E; e++) acc[e] = Ty<DT>::in(v[e]);
+  for (int r = 1; r < n; r++) {
+    memcpy(v, &pl[r], 8);
+#pragma unroll
+    for (int e = 0; e < E; e++) acc[e] = gx_comb(acc[e], Ty<DT>::in(v[e]), (int)CombOp<OP>::v);
+  }
+#pragma unroll
+  for (int e = 0; e < E; e++) v[e] = OP == ALGO_OP_AVG ? Ty<DT>::div(acc[e], n) : Ty<DT>::out(acc[e]);
+  uint64_t out;
+  memcpy(&out, v, 8);
+  return out;
+}
+
+/* One element of the datatype, scaled by a premulsum scalar and rounded to the type. */
+template <int DT>
+__device__ __forceinline__ typename Ty<DT>::T scale_elem(typename Ty<DT>::T x, algo_scalar s) {
+  return Ty<DT>::out(Ty<DT>::scale(Ty<DT>::in(x), s));
+}
+
+/* The premulsum scalar of a plan: the host's value, or the device-resident value of the datatype
+ * converted to the accumulator family (every union member starts at offset 0). */
+template <int DT>
+__device__ __forceinline__ algo_scalar plan_scalar(algo_scalar host, const void* dev) {
+  if (dev == NULL) return host;
+  typename Ty<DT>::A a = Ty<DT>::in(*(const typename Ty<DT>::T*)dev);
+  algo_scalar s;
+  memset(&s, 0, sizeof(s));
+  memcpy(&s, &a, sizeof(a));
+  return s;
+}
+
+/* Every element of an 8-byte payload scaled. */
+template <int DT>
+__device__ __forceinline__ uint64_t scale8(uint64_t p, algo_scalar s) {
+  typedef typename Ty<DT>::T T;
+  enum { E = 8 / sizeof(T) };
+  T v[E];
+  memcpy(v, &p, 8);
+#pragma unroll
+  for (int e = 0; e < E; e++) v[e] = scale_elem<DT>(v[e], s);
+  memcpy(&p, v, 8);
+  return p;
+}
+
+/* dst[i] = reduction over r < n of srcs[r][i], i < count, thread tid of nt (element-wise; 8-byte
+ * units when every pointer is 8-aligned). */
+template <int DT, int OP>
+__device__ __forceinline__ void red_range(char* dst, const char* const* srcs, int n, uint64_t count, uint32_t tid,
+                                          uint32_t nt) {
+  typedef typename Ty<DT>::T T;
+  typedef typename Ty<DT>::A A;
+  uintptr_t mis = (uintptr_t)dst;
+  for (int r = 0; r < n; r++) mis |= (uintptr_t)srcs[r];
+  uint64_t first = 0;
+  if ((mis & 7) == 0) {
+    uint64_t units = count * sizeof(T) / 8;
+    uint64_t pl[GPU_MAX_RANKS];
+    for (uint64_t u = tid; u < units; u += nt) {
+      for (int r = 0; r < n; r++) pl[r] = ((const uint64_t*)srcs[r])[u];
+      ((uint64_t*)dst)[u] = red8<DT, OP>(pl, n);
+    }
+    first = units * 8 / sizeof(T);
+  }
+  for (uint64_t i = first + tid; i < count; i += nt) {
+    A acc = Ty<DT>::in(((const T*)srcs[0])[i]);
+    for (int r = 1; r < n; r++) acc = gx_comb(acc, Ty<DT>::in(((const T*)srcs[r])[i]), (int)CombOp<OP>::v);
+    ((T*)dst)[i] = OP == ALGO_OP_AVG ? Ty<DT>::div(acc, n) : Ty<DT>::out(acc);
+  }
+}
+
+/* dst[i] = scale_elem(src[i]), i < count (premulsum parts on their way out, or the own part). */
+template <int DT>
+__device__ __forceinline__ void scale_range(char* dst, const char* src, uint64_t count, algo_scalar s, uint32_t tid,
+                                            uint32_t nt) {
+  typedef typename Ty<DT>::T T;
+  for (uint64_t i = tid; i < count; i += nt) ((T*)dst)[i] = scale_elem<DT>(((const T*)src)[i], s);
+}
+
+/* Calls F<DT, OP>::get() for runtime dtype and op (the only place the 72 pairs are spelled). */
+template <template <int, int> class F>
+struct GxPick {
+  template <int DT>
+  static typename F<0, 0>::fn by_op(int op) {
+    switch (op) {
+      case ALGO_OP_PROD: return F<DT, ALGO_OP_PROD>::get();
+      case ALGO_OP_MAX: return F<DT, ALGO_OP_MAX>::get();
+      case ALGO_OP_MIN: return F<DT, ALGO_OP_MIN>::get();
+      case ALGO_OP_AVG: return F<DT, ALGO_OP_AVG>::get();
+      case ALGO_OP_PREMUL: return F<DT, ALGO_OP_PREMUL>::get();
+      default: return F<DT, ALGO_OP_SUM>::get();
+    }
+  }
+  static typename F<0, 0>::fn pick(int dtype, int op) {
+    switch (dtype) {
+      case 0: return by_op<0>(op);
+      case 1: return by_op<1>(op);
+      case 2: return by_op<2>(op);
+      case 3: return by_op<3>(op);
+      case 4: return by_op<4>(op);
+      case 5: return by_op<5>(op);
+      case 6: return by_op<6>(op);
+      case 7: return by_op<7>(op);
+      case 8: return by_op<8>(op);
+      case 9: return by_op<9>(op);
+      case 10: return by_op<10>(op);
+      default: return by_op<11>(op);
+    }
+  }
+};
+
+#endif /* MPP_ALGO_GPU_ELEM_CUH_ */

@@ -1,0 +1,118 @@
+/* gpu.h - the GPU ranks' collectives: per-communicator device state (scratch, memory channels to
+ * every peer, the LL flag counter), the exchange plan every kernel runs, and the launchers.
+ * Included by host C (setup.c, algos.c) and by the kernels (nvcc, C++): plain C only.
+ *
+ * Scratch layout (device memory of this rank, registered; peers write into it):
+ *   [0, ll_bytes)           LL region: 2 parities x nranks inboxes of ll_slot bytes; inbox
+ *                           (parity, from) holds the LL16 packets rank `from` sent in a launch with
+ *                           that flag parity; its last packet is the sync packet (see ll.cu)
+ *   [ll_bytes, +bulk_bytes) bulk region: 2 parities x nranks inboxes of bulk_slot bytes; inbox
+ *                           (parity, from) holds step k (k mod 2 == parity) of rank `from`; block b
+ *                           of a bulk kernel owns bytes [b * bulk_slot / nblocks, +bulk_slot / nblocks)
+ *                           of every inbox (see bulk.cu)
+ * Every rank uses the same geometry (the parameters must agree; checked when the channels are made). */
+#ifndef MPP_ALGO_GPU_GPU_H_
+#define MPP_ALGO_GPU_GPU_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mscclpp/memory_channel.h>
+
+#include "algo/redop.h"
+
+#define GPU_MAX_RANKS 8
+#define GPU_LL_THREADS 512
+#define GPU_BULK_THREADS 512
+
+/* What a kernel needs of the communicator (device pointers; a copy lives in host memory). */
+struct gpu_dev {
+  mscclppMemoryChannel* chans; /* device array: chans[b * nranks + q], b < nblocks (q == rank: unused) */
+  char* scratch;               /* this rank's scratch (device) */
+  uint32_t* flag;              /* device: the last LL flag used (LL launches add one) */
+  uint32_t* done;              /* device: blocks of the current LL launch that finished */
+  uint64_t ll_slot, ll_bytes;  /* LL inbox bytes (multiple of 16), LL region bytes */
+  uint64_t bulk_slot;          /* bulk inbox bytes (multiple of 16 * nblocks) */
+  int rank, nranks, nblocks;   /* nblocks: bulk kernel blocks = channels per peer */
+  int ll_blocks;               /* LL kernel blocks */
+};
+
+/* How one launch moves data: rank q gets bytes [send_off[q], +send_len[q]) of src (send_len 0:
+ * nothing; q == rank: this rank's own part). What arrives from q goes to dst + recv_off[q]
+ * (GX_COPY; q == rank: the own part is copied from src unless it is already there), or every
+ * rank's part, in rank order, reduces into dst + red_off (GX_REDUCE: all recv_len equal; the own
+ * part is src + send_off[rank]). premul: parts sent are scaled by scalar first (and the own part
+ * when reduced). */
+enum gx_mode { GX_NONE = 0, GX_COPY = 1, GX_REDUCE = 2 };
+struct gx_plan {
+  const char* src;
+  char* dst;
+  uint64_t send_off[GPU_MAX_RANKS], send_len[GPU_MAX_RANKS];
+  uint64_t recv_off[GPU_MAX_RANKS], recv_len[GPU_MAX_RANKS];
+  uint64_t red_off;
+  uint64_t maxlen; /* the largest send_len/recv_len of any rank in this launch (same on every rank) */
+  algo_scalar scalar;
+  const void* scalar_dev; /* non-NULL: the scalar is a value of dtype here, read by the kernel */
+  int mode;        /* enum gx_mode */
+  int dtype, op;   /* op: enum algo_op (reductions; premul scales on send) */
+  int scale_send;  /* 1: premul, scale parts before sending */
+  int p2p;         /* 1 (bulk only): only pairs with pair_len[q] > 0 take part, each for its own steps */
+  uint64_t pair_len[GPU_MAX_RANKS]; /* p2p: max(send_len[q], recv_len[q]), equal on both sides of a pair */
+};
+
+struct gpu_net {
+  struct gpu_dev d;
+  mscclppConnection_t conn[GPU_MAX_RANKS];
+  mscclppRegMem_t scratch_reg;
+  mscclppRegMem_t peer_scratch[GPU_MAX_RANKS];
+  mscclppMemoryChannel* hchans; /* host copy of d.chans */
+  int dev;
+  int broken; /* setup failed once: every later call fails with the same message */
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct algo_comm;
+struct algo_args;
+
+/* The GPU state of ac, made on the first call (collective over the communicator: every rank's
+ * first GPU collective makes it). Refused while the stream is being captured into a graph. */
+mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net** out);
+/* Releases the state (kernels using it must have finished). */
+void gpu_net_free(struct gpu_net* g);
+
+/* Launches one LL exchange (all-pairs, flags) or one bulk exchange (steps of put + signal + wait)
+ * on stream. InvalidUsage / InternalError with the CUDA error text. */
+mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
+mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
+/* Largest part one LL launch can carry per peer. */
+static inline uint64_t gpu_ll_max(const struct gpu_dev* d) { return d->ll_slot / 2 - 16; }
+
+/* The algorithms (algos.c). */
+mscclppResult_t gpu_allreduce_ll1(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_allreduce_ll2(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_allreduce_bulk(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_allgather_ll(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_allgather_bulk(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_reducescatter_ll(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_reducescatter_bulk(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_broadcast_ll(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_broadcast_bulk(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_reduce_ll(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_reduce_bulk(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_alltoall_ll(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_alltoall_bulk(struct algo_comm* ac, const struct algo_args* a);
+/* The plans of collective a on rank `rank` of nranks (1, or 2 for a two-phase allreduce: reduce-
+ * scatter, then allgather); pure, for the run functions and the CPU-side plan test. */
+int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]);
+/* A group's sends and receives on GPU ranks (p2p.c). */
+struct p2p_op;
+mscclppResult_t gpu_p2p_run(struct p2p_op* ops, int nops);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPP_ALGO_GPU_GPU_H_ */

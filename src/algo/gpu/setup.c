@@ -1,0 +1,197 @@
+/* setup.c - the GPU ranks' per-communicator state (gpu.h): scratch in device memory, a cuda-ipc
+ * connection and nblocks memory channels to every peer, the device array of channels and the LL
+ * flag counter. Made by the first GPU collective of the communicator (every rank's first one, so
+ * the pairwise exchanges meet), cached in the collectives state and released with it. Once made,
+ * a call does no allocation, lock or system call. */
+#include "algo/gpu/gpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "core/comm.h"
+#include "core/connection.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#if MSCCLPP_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#define GPU_CONN_TAG 0x677061 /* "gpa": the connections of the GPU collectives */
+#define GPU_HELLO_MAGIC 0x47504c4cu
+
+/* What two ranks swap before their channels: the geometry (which must agree) and the scratch. */
+struct gpu_hello {
+  uint32_t magic, ok;
+  uint64_t ll_slot, bulk_slot, nblocks;
+  uint64_t blob_len;
+  unsigned char blob[MSCCLPP_REGMEM_BLOB_BYTES];
+};
+
+static mscclppResult_t cuda_err(const char* what, cudaError_t e) {
+  return MPP_ERR(mscclppInternalError, "GPU collectives: %s failed: %s", what, cudaGetErrorString(e));
+}
+
+/* The geometry from the parameters, rounded so every inbox and block share stays 16-aligned. */
+static mscclppResult_t geometry(struct gpu_net* g, int rank, int nranks) {
+  int64_t nb = param_int(PARAM_ALGO_GPU_BLOCKS), ll = param_int(PARAM_ALGO_GPU_LL_SLOT);
+  int64_t bulk = param_int(PARAM_ALGO_GPU_BULK_SLOT);
+  if (nb < 1 || nb > 128)
+    return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_BLOCKS=%lld: need 1..128", (long long)nb);
+  if (ll < 256 || bulk < 16 * nb)
+    return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_LL_SLOT=%lld / BULK_SLOT=%lld: need >= 256 / >= 16 x blocks",
+                   (long long)ll, (long long)bulk);
+  g->d.rank = rank;
+  g->d.nranks = nranks;
+  g->d.nblocks = (int)nb;
+  g->d.ll_blocks = 16;
+  g->d.ll_slot = (uint64_t)ll & ~(uint64_t)15;
+  g->d.ll_bytes = 2ull * (uint64_t)nranks * g->d.ll_slot;
+  g->d.bulk_slot = (uint64_t)bulk / (16ull * (uint64_t)nb) * 16ull * (uint64_t)nb;
+  return mscclppSuccess;
+}
+
+/* Scratch (zeroed before any peer can see it), registered, and the device words. */
+static mscclppResult_t alloc_local(struct gpu_net* g, struct mscclppComm* comm) {
+  size_t bytes = (size_t)(g->d.ll_bytes + 2ull * (uint64_t)g->d.nranks * g->d.bulk_slot);
+  MPP_CHECK(mscclppMemAlloc((void**)&g->d.scratch, bytes, mscclppMemCuda));
+  cudaError_t e = cudaMemset(g->d.scratch, 0, bytes);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return cuda_err("zeroing the scratch", e);
+  MPP_CHECK(mscclppRegisterMemory(comm, g->d.scratch, bytes, &g->scratch_reg));
+  void* words = NULL;
+  e = cudaMalloc(&words, 64);
+  if (e == cudaSuccess) e = cudaMemset(words, 0, 64);
+  if (e != cudaSuccess) return cuda_err("allocating the flag counter", e);
+  g->d.flag = (uint32_t*)words;
+  g->d.done = (uint32_t*)words + 1;
+  g->hchans = calloc((size_t)g->d.nblocks * (size_t)g->d.nranks, sizeof(mscclppMemoryChannel));
+  if (g->hchans == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives: out of host memory");
+  return mscclppSuccess;
+}
+
+/* Swaps hellos with peer q and imports its scratch. */
+static mscclppResult_t exchange(struct gpu_net* g, struct mscclppComm* comm, int q) {
+  struct gpu_hello mine, theirs;
+  memset(&mine, 0, sizeof(mine));
+  mine.magic = GPU_HELLO_MAGIC, mine.ok = 1;
+  mine.ll_slot = g->d.ll_slot, mine.bulk_slot = g->d.bulk_slot, mine.nblocks = (uint64_t)g->d.nblocks;
+  size_t len = sizeof(mine.blob);
+  MPP_CHECK(mscclppRegMemSerialize(g->scratch_reg, mine.blob, &len));
+  mine.blob_len = len;
+  MPP_CHECK(boot_swap(comm, q, boot_tag(BOOT_TAG_ALGO, 1), &mine, &theirs, sizeof(mine)));
+  if (theirs.magic != GPU_HELLO_MAGIC || theirs.blob_len > sizeof(theirs.blob))
+    return MPP_ERR(mscclppRemoteError, "GPU collectives: malformed scratch exchange from rank %d", q);
+  if (theirs.ll_slot != mine.ll_slot || theirs.bulk_slot != mine.bulk_slot || theirs.nblocks != mine.nblocks)
+    return MPP_ERR(mscclppInvalidUsage,
+                   "GPU collectives: rank %d uses LL slot %llu, bulk slot %llu, %llu blocks; this rank %llu, %llu, %llu "
+                   "(every rank must set the same MSCCLPP_ALGO_GPU_* values)",
+                   q, (unsigned long long)theirs.ll_slot, (unsigned long long)theirs.bulk_slot,
+                   (unsigned long long)theirs.nblocks, (unsigned long long)mine.ll_slot,
+                   (unsigned long long)mine.bulk_slot, (unsigned long long)mine.nblocks);
+  return mscclppRegMemDeserialize(comm, theirs.blob, theirs.blob_len, &g->peer_scratch[q]);
+}
+
+/* Connection, scratch exchange and nblocks channels with peer q (both sides in the same order). */
+static mscclppResult_t connect_peer(struct gpu_net* g, struct mscclppComm* comm, int q) {
+  MPP_CHECK(mscclppConnectionCreate(comm, q, GPU_CONN_TAG, mscclppTransportP2P, &g->conn[q]));
+  MPP_CHECK(exchange(g, comm, q));
+  for (int b = 0; b < g->d.nblocks; b++)
+    MPP_CHECK(mscclppMemoryChannelCreate(comm, g->conn[q], g->peer_scratch[q], g->scratch_reg, g->d.scratch, b,
+                                         &g->hchans[(size_t)b * (size_t)g->d.nranks + (size_t)q]));
+  return mscclppSuccess;
+}
+
+static mscclppResult_t upload(struct gpu_net* g) {
+  size_t bytes = (size_t)g->d.nblocks * (size_t)g->d.nranks * sizeof(mscclppMemoryChannel);
+  cudaError_t e = cudaMalloc((void**)&g->d.chans, bytes);
+  if (e == cudaSuccess) e = cudaMemcpy(g->d.chans, g->hchans, bytes, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return cuda_err("uploading the channels", e);
+  return mscclppSuccess;
+}
+
+static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
+  struct mscclppComm* comm = ac->comm;
+  MPP_CHECK(geometry(g, ac->rank, ac->nranks));
+  MPP_CHECK(alloc_local(g, comm));
+  for (int q = 0; q < ac->nranks; q++)
+    if (q != ac->rank) MPP_CHECK(connect_peer(g, comm, q));
+  MPP_CHECK(upload(g));
+  LOG_INFO_(LOG_SUB_ALGO, "GPU collectives: %d ranks, LL inbox %llu B, bulk inbox %llu B, %d blocks", ac->nranks,
+            (unsigned long long)g->d.ll_slot, (unsigned long long)g->d.bulk_slot, g->d.nblocks);
+  return mscclppSuccess;
+}
+
+static mscclppResult_t check_stream(void* stream) {
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
+  if (e != cudaSuccess) return cuda_err("cudaStreamIsCapturing", e);
+  if (st != cudaStreamCaptureStatusNone)
+    return MPP_ERR(mscclppInvalidUsage, "GPU collectives: the communicator's first collective is being captured into a "
+                   "CUDA graph; run one collective outside capture first (setup allocates and exchanges memory)");
+  return mscclppSuccess;
+}
+
+mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net** out) {
+  struct gpu_net* g = ac->gnet;
+  if (g != NULL && !g->broken) {
+    *out = g;
+    return mscclppSuccess;
+  }
+  if (g != NULL) return MPP_ERR(mscclppInvalidUsage, "GPU collectives: setting up this communicator failed earlier");
+  if (ac->nranks > GPU_MAX_RANKS)
+    return MPP_ERR(mscclppInvalidUsage, "GPU collectives: %d ranks; at most %d (one host) for now", ac->nranks, GPU_MAX_RANKS);
+  MPP_CHECK(check_stream(stream));
+  g = calloc(1, sizeof(*g));
+  if (g == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives: out of host memory");
+  g->dev = ac->comm->cuda_dev;
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  if (g->dev >= 0 && prev != g->dev) cudaSetDevice(g->dev);
+  mscclppResult_t res = make(ac, g);
+  if (g->dev >= 0 && prev >= 0 && prev != g->dev) cudaSetDevice(prev);
+  ac->gnet = g;
+  if (res != mscclppSuccess) {
+    g->broken = 1;
+    return res;
+  }
+  *out = g;
+  return mscclppSuccess;
+}
+
+void gpu_net_free(struct gpu_net* g) {
+  if (g == NULL) return;
+  if (g->dev >= 0) cudaSetDevice(g->dev);
+  cudaDeviceSynchronize();
+  if (g->d.chans) cudaFree(g->d.chans);
+  if (g->d.flag) cudaFree(g->d.flag);
+  for (int q = 0; q < GPU_MAX_RANKS; q++)
+    if (g->peer_scratch[q]) mscclppRegMemRelease(g->peer_scratch[q]);
+  if (g->scratch_reg) mscclppRegMemRelease(g->scratch_reg);
+  if (g->d.scratch) mscclppMemFree(g->d.scratch);
+  free(g->hchans);
+  free(g);
+}
+
+#else /* CPU-only build: there are no GPU ranks */
+
+mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net** out) {
+  (void)ac, (void)stream, (void)out;
+  return MPP_ERR(mscclppInvalidUsage, "GPU collectives: this library was built without CUDA");
+}
+
+void gpu_net_free(struct gpu_net* g) { (void)g; }
+
+mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct gx_plan* p, void* stream) {
+  (void)d, (void)p, (void)stream;
+  return MPP_ERR(mscclppInvalidUsage, "GPU collectives: this library was built without CUDA");
+}
+
+mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream) {
+  (void)d, (void)p, (void)stream;
+  return MPP_ERR(mscclppInvalidUsage, "GPU collectives: this library was built without CUDA");
+}
+
+#endif

@@ -1,0 +1,241 @@
+/* The built-in collectives on GPU ranks: every collective x datatypes x operators x in/out of place
+ * at odd sizes, inputs from src/algo/verify.h (exact in every order), results copied back and
+ * checked on the host. Each call runs on a non-blocking stream; several calls are queued before
+ * one check so that back-to-back launches (LL flag reuse, bulk inbox reuse) are exercised too.
+ *
+ *   coll_gpu VARIANT     ll: the LL algorithms (one-shot allreduce)   ll2: two-shot LL allreduce
+ *                        bulk: the bulk algorithms with a small bulk inbox (many pipeline steps)
+ *                        table: the tuning table's choice, sizes across the crossovers
+ * Exits 77 without CUDA or with fewer GPUs than local ranks. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mscclpp/mscclpp.h>
+
+#include "algo/algo.h"
+#include "algo/verify.h"
+#include "helpers.h"
+
+#if !MSCCLPP_HAVE_CUDA
+int main(void) { TEST_SKIP("built without CUDA"); }
+#else
+#include <cuda_runtime.h>
+
+#define CUDA_OK(call)                                                                                   \
+  do {                                                                                                  \
+    cudaError_t e_ = (call);                                                                            \
+    if (e_ != cudaSuccess) TEST_FAIL("rank %d: %s failed: %s", g.rank, #call, cudaGetErrorString(e_)); \
+  } while (0)
+
+static struct {
+  mscclppComm_t comm;
+  int rank, n;
+  cudaStream_t stream;
+  char *send, *recv, *host, *scal; /* scal: device-resident premulsum scalars, 8 bytes per call */
+  size_t cap;
+  uint64_t seed;
+  long calls;
+} g = {.rank = -1};
+
+static int env_int(const char* name, int def) {
+  const char* v = getenv(name);
+  return v && *v ? atoi(v) : def;
+}
+
+static void init(void) {
+  int local = env_int("MSCCLPP_LOCAL_RANK", 0), local_size = env_int("MSCCLPP_LOCAL_WORLD_SIZE", 1), ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) TEST_SKIP("no usable GPU");
+  if (ndev < local_size) TEST_SKIP("%d GPU(s) for %d local ranks", ndev, local_size);
+  CUDA_OK(cudaSetDevice(local % ndev));
+  CUDA_OK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
+  mscclppConfig_t cfg = MSCCLPP_CONFIG_INITIALIZER;
+  cfg.rankKind = mscclppRankGpu;
+  cfg.cudaDevice = local % ndev;
+  cfg.bootstrapTimeoutMs = 60000;
+  CHECK_OK(mscclppCommInitFromEnv(&g.comm, &cfg));
+  CHECK_OK(mscclppCommRank(g.comm, &g.rank));
+  CHECK_OK(mscclppCommSize(g.comm, &g.n));
+  g.cap = (size_t)8 << 20;
+  CUDA_OK(cudaMalloc((void**)&g.send, g.cap));
+  CUDA_OK(cudaMalloc((void**)&g.recv, g.cap));
+  CUDA_OK(cudaMalloc((void**)&g.scal, 64));
+  g.host = malloc(g.cap);
+  CHECK(g.host != NULL);
+}
+
+struct shape {
+  size_t count, in, out; /* API count, elements of input and output */
+};
+
+static struct shape shape_of(int coll, size_t count) {
+  struct shape s = {count, count, count};
+  if (coll == ALGO_COLL_ALLGATHER || coll == ALGO_COLL_ALLTOALL) s.out = count * (size_t)g.n;
+  if (coll == ALGO_COLL_REDUCESCATTER || coll == ALGO_COLL_ALLTOALL) s.in = count * (size_t)g.n;
+  return s;
+}
+
+static int is_red(int coll) {
+  return coll == ALGO_COLL_ALLREDUCE || coll == ALGO_COLL_REDUCESCATTER || coll == ALGO_COLL_REDUCE;
+}
+
+/* Input and output of a call; in place follows NCCL. Calls of one batch use disjoint slots. */
+static void placement(int coll, const struct shape* s, size_t es, int inplace, size_t slot, char** in, char** out) {
+  *in = g.send + slot, *out = g.recv + slot;
+  if (!inplace) return;
+  *in = *out;
+  if (coll == ALGO_COLL_ALLGATHER) *in = *out + (size_t)g.rank * s->count * es;
+  if (coll == ALGO_COLL_REDUCESCATTER) *out = *in + (size_t)g.rank * s->count * es;
+}
+
+static mscclppResult_t call(int coll, const struct shape* s, int dtype, mscclppRedOp_t op, int root, char* in, char* out) {
+  mscclppDataType_t t = (mscclppDataType_t)dtype;
+  g.calls++;
+  switch (coll) {
+    case ALGO_COLL_ALLREDUCE: return mscclppAllReduce(in, out, s->count, t, op, g.comm, g.stream);
+    case ALGO_COLL_ALLGATHER: return mscclppAllGather(in, out, s->count, t, g.comm, g.stream);
+    case ALGO_COLL_REDUCESCATTER: return mscclppReduceScatter(in, out, s->count, t, op, g.comm, g.stream);
+    case ALGO_COLL_BROADCAST: return mscclppBroadcast(in, out, s->count, t, root, g.comm, g.stream);
+    case ALGO_COLL_REDUCE: return mscclppReduce(in, out, s->count, t, op, root, g.comm, g.stream);
+    default: return mscclppAllToAll(in, out, s->count, t, g.comm, g.stream);
+  }
+}
+
+/* Wrong elements of this rank's output of one call. */
+static size_t check(int coll, const struct shape* s, const struct verify_spec* spec, size_t es, int root, const char* out) {
+  if (coll == ALGO_COLL_REDUCE && g.rank != root) return 0;
+  CUDA_OK(cudaMemcpy(g.host, out, s->out * es, cudaMemcpyDeviceToHost));
+  size_t c = s->count, wrong = 0;
+  switch (coll) {
+    case ALGO_COLL_ALLREDUCE:
+    case ALGO_COLL_REDUCE: return verify_check_reduced(spec, 0, c, g.host);
+    case ALGO_COLL_REDUCESCATTER: return verify_check_reduced(spec, (size_t)g.rank * c, c, g.host);
+    case ALGO_COLL_BROADCAST: return verify_check_copy(spec, root, 0, c, g.host);
+    case ALGO_COLL_ALLGATHER:
+      for (int q = 0; q < g.n; q++) wrong += verify_check_copy(spec, q, 0, c, g.host + (size_t)q * c * es);
+      return wrong;
+    default:
+      for (int q = 0; q < g.n; q++) wrong += verify_check_copy(spec, q, (size_t)g.rank * c, c, g.host + (size_t)q * c * es);
+      return wrong;
+  }
+}
+
+#define BATCH 3
+
+/* BATCH calls of one case queued back to back (fresh inputs each), then every output checked. */
+static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
+  size_t es = mscclppDataTypeSize((mscclppDataType_t)dtype), slot_bytes = g.cap / BATCH / 64 * 64;
+  struct shape s = shape_of(coll, count);
+  int root = (int)(count % (size_t)g.n);
+  if ((s.in > s.out ? s.in : s.out) * es > slot_bytes) return;
+  struct verify_spec spec[BATCH];
+  mscclppRedOp_t rop[BATCH];
+  char *in[BATCH], *out[BATCH];
+  for (int b = 0; b < BATCH; b++) {
+    spec[b] = (struct verify_spec){.dtype = dtype, .op = is_red(coll) ? op : -1, .nranks = g.n, .seed = ++g.seed};
+    placement(coll, &s, es, inplace, (size_t)b * slot_bytes, &in[b], &out[b]);
+    rop[b] = (mscclppRedOp_t)(op == ALGO_OP_PREMUL ? 0 : op);
+    if (is_red(coll) && op == ALGO_OP_PREMUL) {
+      unsigned char scalar[8] = {0};
+      verify_scalar(&spec[b], g.rank, scalar);
+      if (b == 1) { /* one call of each batch reads its scalar from device memory in the kernel */
+        CUDA_OK(cudaMemcpy(g.scal + 8 * b, scalar, 8, cudaMemcpyHostToDevice));
+        CHECK_OK(mscclppRedOpCreatePreMulSum(&rop[b], g.scal + 8 * b, (mscclppDataType_t)dtype, mscclppScalarDevice, g.comm));
+      } else {
+        CHECK_OK(mscclppRedOpCreatePreMulSum(&rop[b], scalar, (mscclppDataType_t)dtype, mscclppScalarHostImmediate, g.comm));
+      }
+    }
+    CUDA_OK(cudaMemset(out[b], 0xa5, s.out * es));
+    if (coll != ALGO_COLL_BROADCAST || g.rank == root) {
+      verify_fill(&spec[b], g.rank, 0, s.in, g.host);
+      CUDA_OK(cudaMemcpy(in[b], g.host, s.in * es, cudaMemcpyHostToDevice));
+    }
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  for (int b = 0; b < BATCH; b++) {
+    mscclppResult_t r = call(coll, &s, dtype, rop[b], root, in[b], out[b]);
+    CHECK_MSG(r == mscclppSuccess, "rank %d: %s %s %s count %zu: %s", g.rank, algo_coll_name(coll), algo_dtype_name(dtype),
+              is_red(coll) ? algo_op_name(op) : "-", count, mscclppGetLastError());
+  }
+  CUDA_OK(cudaStreamSynchronize(g.stream));
+  mscclppDeviceError de;
+  CHECK_OK(mscclppCommGetDeviceError(g.comm, &de));
+  if (de.flag) {
+    char text[256] = "";
+    mscclppDeviceErrorString(&de, text, sizeof(text));
+    TEST_FAIL("rank %d: %s count %zu: device wait failed: %s", g.rank, algo_coll_name(coll), count, text);
+  }
+  for (int b = 0; b < BATCH; b++) {
+    size_t wrong = check(coll, &s, &spec[b], es, root, out[b]);
+    CHECK_MSG(wrong == 0, "rank %d: %s %s %s %s count %zu (call %d of the batch): %zu wrong elements", g.rank,
+              algo_coll_name(coll), algo_dtype_name(dtype), is_red(coll) ? algo_op_name(op) : "-",
+              inplace ? "in place" : "out of place", count, b, wrong);
+    if (rop[b] >= mscclppNumOps) CHECK_OK(mscclppRedOpDestroy(rop[b], g.comm));
+  }
+}
+
+/* Ring send/recv in one group (to rank+1, from rank-1) plus a send to and receive from itself. */
+static void run_sendrecv(size_t count) {
+  size_t bytes = count * 4, half = g.cap / 2;
+  struct verify_spec spec = {.dtype = 7, .op = -1, .nranks = g.n, .seed = ++g.seed};
+  int next = (g.rank + 1) % g.n, prev = (g.rank + g.n - 1) % g.n;
+  if (bytes * 2 > half) return;
+  verify_fill(&spec, g.rank, 0, count, g.host);
+  CUDA_OK(cudaMemcpy(g.send, g.host, bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(g.recv, 0xa5, 2 * bytes));
+  CUDA_OK(cudaDeviceSynchronize());
+  CHECK_OK(mscclppGroupStart());
+  CHECK_OK(mscclppSend(g.send, count, mscclppFloat, next, g.comm, g.stream));
+  CHECK_OK(mscclppRecv(g.recv, count, mscclppFloat, prev, g.comm, g.stream));
+  CHECK_OK(mscclppSend(g.send, count, mscclppFloat, g.rank, g.comm, g.stream));
+  CHECK_OK(mscclppRecv(g.recv + bytes, count, mscclppFloat, g.rank, g.comm, g.stream));
+  CHECK_OK(mscclppGroupEnd());
+  g.calls++;
+  CUDA_OK(cudaStreamSynchronize(g.stream));
+  CUDA_OK(cudaMemcpy(g.host, g.recv, 2 * bytes, cudaMemcpyDeviceToHost));
+  size_t wrong = verify_check_copy(&spec, prev, 0, count, g.host);
+  wrong += verify_check_copy(&spec, g.rank, 0, count, g.host + bytes);
+  CHECK_MSG(wrong == 0, "rank %d: sendrecv count %zu: %zu wrong elements", g.rank, count, wrong);
+}
+
+static const int dtypes[] = {7, 9, 6, 2, 1, 8, 10, 4, 11, 3, 0, 5};
+
+int main(int argc, char** argv) {
+  const char* variant = argc > 1 ? argv[1] : "table";
+  if (strcmp(variant, "ll") == 0)
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_ll1,gpu_allgather_ll,gpu_reducescatter_ll,gpu_broadcast_ll,gpu_reduce_ll,gpu_alltoall_ll", 1);
+  else if (strcmp(variant, "ll2") == 0)
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_ll2", 1);
+  else if (strcmp(variant, "bulk") == 0) {
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_bulk,gpu_allgather_bulk,gpu_reducescatter_bulk,gpu_broadcast_bulk,gpu_reduce_bulk,gpu_alltoall_bulk", 1);
+    setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1); /* 512 B per block: many steps at small sizes */
+  } else if (strcmp(variant, "table") != 0) {
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk, table)", variant);
+  }
+  init();
+  static const size_t small[] = {1, 7, 1001, 12345};
+  static const size_t big[] = {1, 333, 70001, 300007};
+  const size_t* counts = strcmp(variant, "table") == 0 || strcmp(variant, "bulk") == 0 ? big : small;
+  int ndt = env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
+  for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
+    if (strcmp(variant, "ll2") == 0 && coll != ALGO_COLL_ALLREDUCE) continue;
+    for (int di = 0; di < ndt; di++)
+      for (int op = 0; op < (is_red(coll) ? ALGO_OP_COUNT : 1); op++)
+        for (int inplace = 0; inplace < 2; inplace++)
+          for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
+    if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
+  }
+  if (strcmp(variant, "ll2") != 0) {
+    for (int k = 0; k < 4; k++) run_sendrecv(counts[k]);
+    if (g.rank == 0) printf("coll_gpu %s: sendrecv passed\n", variant);
+  }
+  CHECK_OK(mscclppBootstrapBarrier(g.comm));
+  cudaFree(g.scal);
+  cudaFree(g.send);
+  cudaFree(g.recv);
+  free(g.host);
+  CHECK_OK(mscclppCommDestroy(g.comm));
+  return 0;
+}
+#endif

@@ -1,0 +1,166 @@
+/* The GPU collectives' exchange plans (src/algo/gpu/algos.c), checked without a GPU: the plans of
+ * every rank are built for every collective, datatype, operator, placement, count and rank count;
+ * both sides of every pair must agree on each part's length and all ranks on maxlen; then a CPU
+ * simulation of what the kernels do with the plans (every part read first, scaled at the sender for
+ * premulsum; then copied or reduced in rank order) must produce verify.h's expected outputs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/gpu/gpu.h"
+#include "algo/reduce.h"
+#include "algo/verify.h"
+#include "helpers.h"
+
+#define MAXN 8
+
+struct sim {
+  int n, coll, dtype, op, inplace, root;
+  size_t count, es, in_elems, out_elems;
+  char* in[MAXN];
+  char* out[MAXN];
+  char* bufs[MAXN]; /* in-place: one buffer */
+  struct algo_args a[MAXN];
+  struct gx_plan p[MAXN][2];
+  struct verify_spec spec;
+};
+
+static void setup(struct sim* s) {
+  s->es = algo_dtype_size(s->dtype);
+  size_t c = s->count;
+  s->in_elems = s->out_elems = c;
+  if (s->coll == ALGO_COLL_ALLGATHER || s->coll == ALGO_COLL_ALLTOALL) s->out_elems = c * (size_t)s->n;
+  if (s->coll == ALGO_COLL_REDUCESCATTER || s->coll == ALGO_COLL_ALLTOALL) s->in_elems = c * (size_t)s->n;
+  size_t cap = (s->in_elems > s->out_elems ? s->in_elems : s->out_elems) * s->es;
+  for (int r = 0; r < s->n; r++) {
+    s->bufs[r] = malloc(2 * cap);
+    CHECK(s->bufs[r] != NULL);
+    memset(s->bufs[r], 0xa5, 2 * cap);
+    s->in[r] = s->bufs[r], s->out[r] = s->bufs[r] + cap;
+    if (s->inplace) {
+      s->out[r] = s->bufs[r];
+      if (s->coll == ALGO_COLL_ALLGATHER) s->in[r] = s->out[r] + (size_t)r * c * s->es;
+      if (s->coll == ALGO_COLL_REDUCESCATTER) s->out[r] = s->in[r] + (size_t)r * c * s->es;
+    }
+    if (s->coll != ALGO_COLL_BROADCAST || r == s->root) verify_fill(&s->spec, r, 0, s->in_elems, s->in[r]);
+    struct algo_args* a = &s->a[r];
+    memset(a, 0, sizeof(*a));
+    a->coll = (enum algo_coll)s->coll, a->count = c, a->dtype = s->dtype, a->es = s->es, a->root = s->root;
+    a->op = (enum algo_op)(s->op < 0 ? 0 : s->op);
+    a->send = s->coll == ALGO_COLL_BROADCAST && r != s->root ? NULL : s->in[r];
+    a->recv = s->coll == ALGO_COLL_REDUCE && r != s->root ? NULL : s->out[r];
+    if (s->op == ALGO_OP_PREMUL) {
+      unsigned char sc[8] = {0};
+      verify_scalar(&s->spec, r, sc);
+      a->scalar = algo_scalar_from(sc, s->dtype);
+    }
+  }
+}
+
+/* Both sides of every pair agree, all ranks agree on maxlen. */
+static void check_pairs(struct sim* s, int j) {
+  for (int q = 0; q < s->n; q++) {
+    const struct gx_plan* pq = &s->p[q][j];
+    CHECK(pq->maxlen == s->p[0][j].maxlen);
+    for (int r = 0; r < s->n; r++) {
+      const struct gx_plan* pr = &s->p[r][j];
+      CHECK(pr->send_len[q] <= pq->maxlen && pq->recv_len[r] <= pq->maxlen);
+      uint64_t want = pq->mode == GX_COPY ? pq->recv_len[r] : pq->mode == GX_REDUCE ? pq->recv_len[q] : 0;
+      CHECK_MSG(pr->send_len[q] == want || (pq->mode == GX_NONE && r == q),
+                "%s n=%d count %zu plan %d: rank %d sends %llu bytes to rank %d, which expects %llu",
+                algo_coll_name(s->coll), s->n, s->count, j, r, (unsigned long long)pr->send_len[q], q,
+                (unsigned long long)want);
+    }
+  }
+}
+
+/* What the kernels do with plan j: every part read (and scaled) first, then copied or reduced. */
+static void simulate(struct sim* s, int j) {
+  char* parts[MAXN][MAXN];
+  for (int r = 0; r < s->n; r++)
+    for (int q = 0; q < s->n; q++) {
+      const struct gx_plan* p = &s->p[r][j];
+      uint64_t len = p->send_len[q];
+      parts[r][q] = malloc(len + 1);
+      if (len == 0) continue;
+      const void* src = p->src + p->send_off[q];
+      if (p->scale_send) algo_reduce(parts[r][q], &src, 1, len / s->es, s->dtype, ALGO_OP_PREMUL, 0, &p->scalar);
+      else memcpy(parts[r][q], src, len);
+    }
+  for (int q = 0; q < s->n; q++) {
+    const struct gx_plan* p = &s->p[q][j];
+    if (p->mode == GX_COPY) {
+      for (int r = 0; r < s->n; r++)
+        if (p->recv_len[r]) memcpy(p->dst + p->recv_off[r], parts[r][q], p->recv_len[r]);
+    } else if (p->mode == GX_REDUCE && p->recv_len[q] > 0) {
+      const void* srcs[MAXN];
+      for (int r = 0; r < s->n; r++) srcs[r] = parts[r][q];
+      enum algo_op op = p->op == ALGO_OP_PREMUL ? ALGO_OP_SUM : (enum algo_op)p->op;
+      algo_reduce(p->dst + p->red_off, srcs, s->n, p->recv_len[q] / s->es, s->dtype, op, s->n, NULL);
+    }
+  }
+  for (int r = 0; r < s->n; r++)
+    for (int q = 0; q < s->n; q++) free(parts[r][q]);
+}
+
+static size_t check_out(struct sim* s, int r) {
+  size_t c = s->count, es = s->es, wrong = 0;
+  const char* o = s->out[r];
+  switch (s->coll) {
+    case ALGO_COLL_ALLREDUCE: return verify_check_reduced(&s->spec, 0, c, o);
+    case ALGO_COLL_REDUCE: return r == s->root ? verify_check_reduced(&s->spec, 0, c, o) : 0;
+    case ALGO_COLL_REDUCESCATTER: return verify_check_reduced(&s->spec, (size_t)r * c, c, o);
+    case ALGO_COLL_BROADCAST: return verify_check_copy(&s->spec, s->root, 0, c, o);
+    case ALGO_COLL_ALLGATHER:
+      for (int q = 0; q < s->n; q++) wrong += verify_check_copy(&s->spec, q, 0, c, o + (size_t)q * c * es);
+      return wrong;
+    default:
+      for (int q = 0; q < s->n; q++) wrong += verify_check_copy(&s->spec, q, (size_t)r * c, c, o + (size_t)q * c * es);
+      return wrong;
+  }
+}
+
+static void run_one(struct sim* s, int two_phase) {
+  setup(s);
+  int np = 0;
+  for (int r = 0; r < s->n; r++) np = gpu_plans(&s->a[r], r, s->n, two_phase, s->p[r]);
+  for (int j = 0; j < np; j++) {
+    check_pairs(s, j);
+    simulate(s, j);
+  }
+  for (int r = 0; r < s->n; r++) {
+    size_t wrong = check_out(s, r);
+    CHECK_MSG(wrong == 0, "%s %s %s %s n=%d count %zu two_phase %d: rank %d has %zu wrong elements", algo_coll_name(s->coll),
+              algo_dtype_name(s->dtype), s->op >= 0 ? algo_op_name((enum algo_op)s->op) : "-",
+              s->inplace ? "in place" : "out of place", s->n, s->count, two_phase, r, wrong);
+  }
+  for (int r = 0; r < s->n; r++) free(s->bufs[r]);
+}
+
+int main(void) {
+  static const int ns[] = {1, 2, 3, 4, 8};
+  static const int dtypes[] = {7, 9, 2, 10, 8, 1, 6, 11};
+  static const size_t counts[] = {1, 5, 37, 1001};
+  long cases = 0;
+  uint64_t seed = 1;
+  for (size_t ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++)
+    for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++)
+      for (size_t di = 0; di < sizeof(dtypes) / sizeof(dtypes[0]); di++) {
+        int red = coll == ALGO_COLL_ALLREDUCE || coll == ALGO_COLL_REDUCESCATTER || coll == ALGO_COLL_REDUCE;
+        for (int op = red ? 0 : -1; op < (red ? ALGO_OP_COUNT : 0); op++)
+          for (int inplace = 0; inplace < 2; inplace++)
+            for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+              for (int tp = 0; tp < (coll == ALGO_COLL_ALLREDUCE ? 2 : 1); tp++) {
+                struct sim s;
+                memset(&s, 0, sizeof(s));
+                s.n = ns[ni], s.coll = coll, s.dtype = dtypes[di], s.op = op, s.inplace = inplace;
+                s.count = counts[ci], s.root = (int)(counts[ci] % (size_t)s.n);
+                s.spec = (struct verify_spec){.dtype = s.dtype, .op = op, .nranks = s.n, .seed = seed++};
+                run_one(&s, tp);
+                cases++;
+              }
+      }
+  printf("gpu_plan: %ld cases OK\n", cases);
+  return 0;
+}
