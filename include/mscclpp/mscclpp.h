@@ -12,5 +12,7 @@
 #include <mscclpp/switch_channel.h>
 #include <mscclpp/devconn.h>
 #include <mscclpp/collectives.h>
+#include <mscclpp/executor.h>
+#include <mscclpp/msccl_xml.h>
 
 #endif /* MSCCLPP_H_ */

@@ -1,0 +1,31 @@
+/* api.c - mscclppExecutePlan: argument checks, then the interpreter for this rank's kind (the
+ * one place GPU ranks are turned away until the GPU executor exists). */
+#include <mscclpp/executor.h>
+
+#include "plan/plan.h"
+
+#include "core/comm.h"
+#include "exec/cpu/cpu.h"
+#include "util/err.h"
+
+mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
+                                   size_t sendBytes, size_t recvBytes, mscclppDataType_t datatype, void* stream) {
+  err_clear();
+  (void)stream;
+  COMM_CHECK(comm);
+  MPP_CHECK_ARG(plan != NULL, "%s: plan is NULL", __func__);
+  MPP_CHECK_ARG(sendBytes == 0 || sendbuff != NULL, "%s: sendbuff is NULL for %zu bytes", __func__, sendBytes);
+  MPP_CHECK_ARG(recvBytes == 0 || recvbuff != NULL, "%s: recvbuff is NULL for %zu bytes", __func__, recvBytes);
+  uint64_t size = sendBytes > recvBytes ? sendBytes : recvBytes;
+  if (size < plan->min_size || size > plan->max_size)
+    return MPP_ERR(mscclppInvalidArgument, "%s: %s serves %llu to %llu bytes, the call has %llu", __func__, plan->file,
+                   (unsigned long long)plan->min_size, (unsigned long long)plan->max_size, (unsigned long long)size);
+  const char *s = sendbuff, *r = recvbuff;
+  int overlap = sendBytes && recvBytes && s < r + recvBytes && r < s + sendBytes;
+  if (plan->inplace && !overlap && sendBytes && recvBytes)
+    return MPP_ERR(mscclppInvalidUsage, "%s: %s is an in-place plan; the call's input and output do not overlap",
+                   __func__, plan->file);
+  if (comm->kind == mscclppRankGpu)
+    return MPP_ERR(mscclppInvalidUsage, "%s: GPU executor not built yet (rank %d is a GPU rank)", __func__, comm->rank);
+  return exec_cpu_run(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, (int)datatype);
+}

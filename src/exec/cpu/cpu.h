@@ -1,0 +1,113 @@
+/* cpu.h - the CPU executor: plans on CPU ranks of one host, each threadblock on a host thread.
+ *
+ * Memory. Every rank has two shared host regions (mscclppMemAlloc, registered and imported by
+ * every other rank once, mscclppRegisterBuffer):
+ *  - sync (fixed size, made once): the counters other ranks signal into, [type][sender][ordinal],
+ *    this rank's arrival counter for the rank barrier, and the offsets of its mirrors for this call;
+ *  - data (grown collectively when a call needs more): the mirrors of the user's input and output,
+ *    then the scratch. Plans touch peers' inputs and outputs directly (zero copy), but user buffers
+ *    are private memory, so a call copies the user's input (and output, so that what the plan does
+ *    not write survives) into the mirrors, meets every rank at a barrier, runs the blocks, meets
+ *    again and copies the output mirror back. Overlapping input and output (in-place calls) share
+ *    one mirror at the same relative offset, so aliasing works as on a GPU.
+ *
+ * Semantics (docs/plans.md): a signal on the channel (type, peer, ordinal j) adds 1 to the peer's
+ * counter [type][me][j] with release; a wait takes the next expected value of its own counter
+ * [type][peer][j] (a per-communicator running count, so balanced plans stay in step across calls)
+ * and spins until the counter reaches it (acquire). Every spin is bounded by MSCCLPP_EXEC_TIMEOUT_MS
+ * and stops when another block of this rank failed. */
+#ifndef MPP_EXEC_CPU_CPU_H_
+#define MPP_EXEC_CPU_CPU_H_
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <mscclpp/memory.h>
+
+#include "plan/plan.h"
+
+#define EXEC_MAX_ORD 64     /* channels of one type between one pair of ranks */
+#define EXEC_PLAN_CACHE 16  /* plans whose per-rank state is kept per communicator */
+#define EXEC_TILE 512       /* bytes of each source a packet reduction holds at once */
+
+/* The sync region's header (then the counters). */
+struct exec_sync_hdr {
+  uint64_t arrive;            /* rank barrier: how many barriers this rank entered */
+  uint64_t in_off, out_off, scr_off; /* this call's mirror offsets in this rank's data region */
+  uint64_t pad[4];
+};
+
+struct exec_pool;
+
+/* Per (plan, communicator): intra-rank barriers and semaphores, and temp space per block. */
+struct exec_plan_state {
+  uint64_t plan_id;
+  int nblocks;
+  uint64_t* bar_count;   /* [barrier id]: arrivals of the current round */
+  uint64_t* bar_round;   /* [barrier id]: completed rounds */
+  int64_t* sems;
+  char** temp;           /* [block]: (EXEC_TILE + 2 pointers) x (maxrefs + 1) bytes */
+  char* errs;            /* [block][EXEC_ERR_LEN]: a call's failures */
+  int* rcs;              /* [block] */
+  uint32_t maxrefs;      /* most references (or switch group ranks) of one op */
+};
+
+struct exec_cpu {
+  struct mscclppComm* comm;
+  int rank, nranks;
+  char* sync;                      /* own sync region */
+  char** peer_sync;                /* [rank] mapped sync regions (own included) */
+  mscclppRegisteredMemory sync_reg;
+  uint64_t* expected;              /* [type-1][peer][ord]: waits taken so far */
+  char* data;                      /* own data region */
+  uint64_t data_cap;
+  char** peer_data;                /* [rank] */
+  mscclppRegisteredMemory data_reg;
+  int have_data;
+  uint64_t launches;               /* calls so far; packet flags and scratch halves come from it */
+  uint64_t barriers;               /* rank barriers entered */
+  uint64_t* peer_off;              /* [rank][3]: this call's mirror offsets of every rank */
+  struct exec_pool* pool;
+  struct exec_plan_state plans[EXEC_PLAN_CACHE];
+  int plan_next;
+  int64_t timeout_ns;
+};
+
+/* What every block of one call shares (run.c). */
+struct exec_call {
+  struct exec_cpu* st;
+  const struct mscclppPlan* plan;
+  const struct plan_rank* pr;
+  struct exec_plan_state* ps;
+  struct plan_layout layout;
+  int dtype;
+  size_t esize;
+  uint32_t flag;
+  uint64_t scr_half;          /* offset of this call's scratch half (double scratch) */
+  int _Atomic failed;
+  char* errs;                 /* ps->errs */
+  int* rcs;                   /* ps->rcs */
+};
+#define EXEC_ERR_LEN 320
+
+/* state.c */
+mscclppResult_t exec_cpu_get(struct mscclppComm* comm, struct exec_cpu** out);
+mscclppResult_t exec_cpu_data(struct exec_cpu* st, uint64_t bytes);
+mscclppResult_t exec_cpu_plan_state(struct exec_cpu* st, const struct mscclppPlan* p, struct exec_plan_state** out);
+uint64_t* exec_sem_counter(struct exec_cpu* st, int owner, int type, int sender, int ord);
+/* Meets every rank (spinning on the peers' arrival counters); bounded. */
+mscclppResult_t exec_rank_barrier(struct exec_cpu* st);
+
+/* pool.c: runs fn(arg, b) for b in [0, n) on n threads at once (the caller runs block 0). */
+typedef void (*exec_block_fn)(void* arg, int block);
+mscclppResult_t exec_pool_run(struct exec_pool** pool, int n, exec_block_fn fn, void* arg);
+void exec_pool_destroy(struct exec_pool* pool);
+
+/* block.c: runs one block of a call; failures land in call->errs/rcs. */
+void exec_block(void* call, int block);
+
+/* run.c */
+mscclppResult_t exec_cpu_run(struct mscclppComm* comm, struct mscclppPlan* plan, const void* send, void* recv,
+                             uint64_t send_bytes, uint64_t recv_bytes, int dtype);
+
+#endif /* MPP_EXEC_CPU_CPU_H_ */

@@ -1,0 +1,57 @@
+/* api.c - the public plan calls: load (file or string), info, destroy. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "util/err.h"
+
+#define PLAN_FILE_MAX (256u << 20)
+
+mscclppResult_t mscclppPlanLoadString(const char* json, size_t len, const char* name, mscclppPlan_t* plan) {
+  err_clear();
+  MPP_CHECK_ARG(json != NULL && plan != NULL, "%s: json and plan must not be NULL", __func__);
+  *plan = NULL;
+  return plan_parse(json, len, name ? name : "(string)", plan);
+}
+
+mscclppResult_t mscclppPlanLoadFile(const char* path, mscclppPlan_t* plan) {
+  err_clear();
+  MPP_CHECK_ARG(path != NULL && plan != NULL, "%s: path and plan must not be NULL", __func__);
+  *plan = NULL;
+  FILE* f = fopen(path, "rb");
+  if (!f) return MPP_ERRNO(mscclppInvalidArgument, errno, "plan file %s", path);
+  char* buf = malloc(PLAN_FILE_MAX + 1u);
+  if (!buf) {
+    fclose(f);
+    return MPP_ERR(mscclppSystemError, "plan file %s: out of memory", path);
+  }
+  size_t n = fread(buf, 1, PLAN_FILE_MAX + 1u, f);
+  int bad = ferror(f);
+  fclose(f);
+  mscclppResult_t res;
+  if (bad) res = MPP_ERR(mscclppInvalidArgument, "plan file %s: read error", path);
+  else if (n > PLAN_FILE_MAX) res = MPP_ERR(mscclppInvalidArgument, "plan file %s: larger than %u bytes", path, PLAN_FILE_MAX);
+  else res = plan_parse(buf, n, path, plan);
+  free(buf);
+  return res;
+}
+
+mscclppResult_t mscclppPlanDestroy(mscclppPlan_t plan) {
+  err_clear();
+  plan_free(plan);
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info) {
+  err_clear();
+  MPP_CHECK_ARG(plan != NULL && info != NULL, "%s: plan and info must not be NULL", __func__);
+  memset(info, 0, sizeof(*info));
+  info->name = plan->name, info->collective = plan->collective, info->nranks = plan->nranks;
+  info->protocolLL = plan->ll, info->inplace = plan->inplace;
+  info->minMessageSize = plan->min_size, info->maxMessageSize = plan->max_size;
+  for (int r = 0; r < plan->nranks; r++)
+    if (plan->ranks[r].nblocks > info->maxBlocksPerRank) info->maxBlocksPerRank = plan->ranks[r].nblocks;
+  return mscclppSuccess;
+}

@@ -1,0 +1,270 @@
+/* mscclpp-plan - execution plans from the command line.
+ *
+ *   mscclpp-plan validate FILE...             loads every plan: "FILE: OK" or the error (exit 1)
+ *   mscclpp-plan run FILE... -n RANKS [--size BYTES[,BYTES...]] [--dtype float] [--cpu|--gpu]
+ *                    [--iters N]              runs the plans (in turn, one communicator) on RANKS
+ *                                             ranks (mscclpp-run beside this program) and checks
+ *                                             each result against the plan's collective; prints
+ *                                             the mean time per call
+ *   mscclpp-plan draw FILE [--dot]            the plan step by step, or a graphviz graph
+ *
+ * --size is the per-rank input in bytes (reducescatter: the per-rank output). Checked
+ * collectives: allreduce, allgather, reducescatter, alltoall, sendrecv (rank r sends to r+1),
+ * broadcast (root 0); others only run. The reduce op checked is the plan's first reduce_op. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mscclpp/mscclpp.h>
+
+#include "algo/algo.h"
+#include "algo/verify.h"
+#include "plan/draw.h"
+#include "plan/plan.h"
+#include "plan/xml.h"
+
+#define MAX_FILES 16
+
+struct opts {
+  const char* file; /* the one being run */
+  const char* files[MAX_FILES];
+  int nfiles;
+  int n, gpu, iters, dtype, dot;
+  char sizes[512];
+};
+
+static int usage(void) {
+  fprintf(stderr, "usage: mscclpp-plan validate FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T] [--cpu|--gpu] "
+                  "[--iters N] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
+  return 2;
+}
+
+static int cmd_validate(int argc, char** argv) {
+  int bad = 0;
+  for (int i = 0; i < argc; i++) {
+    mscclppPlan_t p;
+    if (mscclppPlanLoadFile(argv[i], &p) != mscclppSuccess) {
+      printf("%s: %s\n", argv[i], mscclppGetLastError());
+      bad = 1;
+      continue;
+    }
+    printf("%s: OK\n", argv[i]);
+    mscclppPlanDestroy(p);
+  }
+  return bad;
+}
+
+static int cmd_draw(int argc, char** argv) {
+  if (argc < 1) return usage();
+  mscclppPlan_t p;
+  if (mscclppPlanLoadFile(argv[0], &p) != mscclppSuccess) {
+    fprintf(stderr, "%s\n", mscclppGetLastError());
+    return 1;
+  }
+  plan_draw(stdout, p, argc > 1 && strcmp(argv[1], "--dot") == 0);
+  mscclppPlanDestroy(p);
+  return 0;
+}
+
+static int parse_run(int argc, char** argv, struct opts* o) {
+  memset(o, 0, sizeof(*o));
+  o->iters = 3, o->dtype = mscclppFloat32;
+  snprintf(o->sizes, sizeof(o->sizes), "4096");
+  for (int i = 0; i < argc; i++) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-n") && v) o->n = atoi(v), i++;
+    else if (!strcmp(a, "--size") && v) snprintf(o->sizes, sizeof(o->sizes), "%s", v), i++;
+    else if (!strcmp(a, "--iters") && v) o->iters = atoi(v), i++;
+    else if (!strcmp(a, "--cpu")) o->gpu = 0;
+    else if (!strcmp(a, "--gpu")) o->gpu = 1;
+    else if (!strcmp(a, "--dtype") && v) {
+      o->dtype = -1;
+      for (int d = 0; d < ALGO_DTYPE_COUNT; d++)
+        if (!strcmp(v, algo_dtype_name(d))) o->dtype = d;
+      if (o->dtype < 0) return fprintf(stderr, "unknown datatype %s\n", v), -1;
+      i++;
+    } else if (o->nfiles < MAX_FILES && a[0] != '-') o->files[o->nfiles++] = a;
+    else return fprintf(stderr, "unknown argument %s\n", a), -1;
+  }
+  if (!o->nfiles || o->iters < 1) return -1;
+  o->file = o->files[0];
+  return 0;
+}
+
+static int first_redop(const struct mscclppPlan* p) {
+  for (int r = 0; r < p->nranks; r++)
+    for (int b = 0; b < p->ranks[r].nblocks; b++)
+      for (uint32_t i = 0; i < p->ranks[r].blocks[b].nops; i++) {
+        const struct plan_op* op = &p->ranks[r].blocks[b].ops[i];
+        int c = op->code;
+        if (c == PLAN_OP_RE || c == PLAN_OP_RES || c == PLAN_OP_RRE || c == PLAN_OP_RRES || c == PLAN_OP_REPKT ||
+            c == PLAN_OP_RESPKT || c == PLAN_OP_RECPKT || c == PLAN_OP_RECSPKT || c == PLAN_OP_GLRE || c == PLAN_OP_GLRES)
+          return op->redop;
+      }
+  return ALGO_OP_SUM;
+}
+
+/* One rank's buffers for a call of S bytes (per-rank input; reducescatter: per-rank output). */
+struct bufs {
+  char *send, *recv, *mem;
+  uint64_t sb, rb;
+};
+
+static int make_bufs(const char* coll, int n, int rank, uint64_t S, int inplace, struct bufs* b) {
+  memset(b, 0, sizeof(*b));
+  b->sb = S, b->rb = S;
+  if (!strcmp(coll, "allgather")) b->rb = S * (uint64_t)n;
+  if (!strcmp(coll, "reducescatter")) b->sb = S * (uint64_t)n;
+  uint64_t total = b->sb + b->rb;
+  b->mem = malloc(total + 64);
+  if (!b->mem) return -1;
+  memset(b->mem, 0xab, total + 64);
+  b->send = b->mem, b->recv = b->mem + b->sb;
+  if (inplace) {
+    if (!strcmp(coll, "allgather")) b->recv = b->mem, b->send = b->mem + (uint64_t)rank * S;
+    else if (!strcmp(coll, "reducescatter")) b->send = b->mem, b->recv = b->mem + (uint64_t)rank * S;
+    else b->send = b->recv = b->mem;
+  }
+  return 0;
+}
+
+/* Wrong elements of this rank's result. */
+static size_t check(const char* coll, const struct verify_spec* s, int rank, uint64_t S, size_t es, const struct bufs* b) {
+  size_t cnt = S / es, bad = 0;
+  int n = s->nranks;
+  if (!strcmp(coll, "allreduce")) return verify_check_reduced(s, 0, cnt, b->recv);
+  if (!strcmp(coll, "reducescatter")) return verify_check_reduced(s, (size_t)rank * cnt, cnt, b->recv);
+  if (!strcmp(coll, "allgather")) {
+    for (int r = 0; r < n; r++) bad += verify_check_copy(s, r, 0, cnt, b->recv + (uint64_t)r * S);
+    return bad;
+  }
+  if (!strcmp(coll, "alltoall")) {
+    size_t cb = cnt / (size_t)n;
+    for (int p = 0; p < n; p++) bad += verify_check_copy(s, p, (size_t)rank * cb, cb, b->recv + (uint64_t)p * cb * es);
+    return bad;
+  }
+  if (!strcmp(coll, "sendrecv")) return verify_check_copy(s, (rank + n - 1) % n, 0, cnt, b->recv);
+  if (!strcmp(coll, "broadcast")) return verify_check_copy(s, 0, 0, cnt, b->recv);
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define TRY(call, what)                                                                  \
+  do {                                                                                   \
+    if ((call) != mscclppSuccess) {                                                      \
+      fprintf(stderr, "rank %d: %s: %s\n", rank, what, mscclppGetLastError());           \
+      return 1;                                                                          \
+    }                                                                                    \
+  } while (0)
+
+/* One size: iters calls, each with fresh inputs, each checked. */
+static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o, int rank, int n, uint64_t S,
+                    uint64_t* seed, double* secs) {
+  size_t es = mscclppDataTypeSize((mscclppDataType_t)o->dtype);
+  const char* coll = plan->collective;
+  int reduce = !strcmp(coll, "allreduce") || !strcmp(coll, "reducescatter");
+  struct verify_spec spec = {.dtype = o->dtype, .op = reduce ? first_redop(plan) : -1, .nranks = n};
+  struct bufs b;
+  if (S % es || (!strcmp(coll, "alltoall") && S % (es * (uint64_t)n)))
+    return fprintf(stderr, "size %llu does not split into %s elements per rank\n", (unsigned long long)S,
+                   algo_dtype_name(o->dtype)), 1;
+  if (make_bufs(coll, n, rank, S, plan->inplace, &b)) return fprintf(stderr, "out of memory\n"), 1;
+  int rc = 0;
+  *secs = 0;
+  for (int it = 0; it < o->iters && !rc; it++) {
+    spec.seed = (*seed)++;
+    verify_fill(&spec, rank, 0, b.sb / es, b.send);
+    if (mscclppBootstrapBarrier(comm) != mscclppSuccess) {
+      rc = fprintf(stderr, "rank %d: barrier: %s\n", rank, mscclppGetLastError()) > 0;
+      break;
+    }
+    double t0 = now_s();
+    if (mscclppExecutePlan(comm, plan, b.send, b.recv, b.sb, b.rb, (mscclppDataType_t)o->dtype, NULL) != mscclppSuccess) {
+      rc = fprintf(stderr, "rank %d: execute: %s\n", rank, mscclppGetLastError()) > 0;
+      break;
+    }
+    *secs += now_s() - t0;
+    size_t bad = check(coll, &spec, rank, S, es, &b);
+    if (bad) rc = fprintf(stderr, "rank %d: %s size %llu iteration %d: %zu wrong elements\n", rank, o->file,
+                          (unsigned long long)S, it, bad) > 0;
+  }
+  free(b.mem);
+  *secs /= o->iters;
+  return rc;
+}
+
+/* Every size, every plan in turn on one communicator (plans share its cached state). */
+static int worker(struct opts* o) {
+  mscclppConfig_t cfg = MSCCLPP_CONFIG_INITIALIZER;
+  cfg.rankKind = o->gpu ? mscclppRankGpu : mscclppRankCpu;
+  mscclppComm_t comm;
+  mscclppPlan_t plans[MAX_FILES] = {0};
+  int rank = -1, n = 0, rc = 0;
+  TRY(mscclppCommInitFromEnv(&comm, &cfg), "communicator");
+  mscclppCommRank(comm, &rank), mscclppCommSize(comm, &n);
+  for (int i = 0; i < o->nfiles && !rc; i++)
+    if (mscclppPlanLoadFile(o->files[i], &plans[i]) != mscclppSuccess)
+      rc = fprintf(stderr, "rank %d: load: %s\n", rank, mscclppGetLastError()) > 0;
+  uint64_t seed = 1;
+  char sizes[512];
+  snprintf(sizes, sizeof(sizes), "%s", o->sizes);
+  for (char *save = NULL, *t = strtok_r(sizes, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+    uint64_t S = strtoull(t, NULL, 0);
+    for (int i = 0; i < o->nfiles && !rc; i++) {
+      double secs = 0;
+      o->file = o->files[i];
+      rc = run_size(comm, plans[i], o, rank, n, S, &seed, &secs);
+      if (!rc && rank == 0)
+        printf("%s: %d ranks, %llu bytes %s: OK, %.1f us per call (%d calls)\n", o->file, n, (unsigned long long)S,
+               algo_dtype_name(o->dtype), secs * 1e6, o->iters);
+    }
+  }
+  for (int i = 0; i < o->nfiles; i++) mscclppPlanDestroy(plans[i]);
+  mscclppCommDestroy(comm);
+  return rc;
+}
+
+/* Not a rank yet: start RANKS copies of this program through mscclpp-run beside it. */
+static int launch(int argc, char** argv, const struct opts* o) {
+  char self[4096], runner[4200];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (len <= 0) return perror("readlink /proc/self/exe"), 1;
+  self[len] = 0;
+  char* slash = strrchr(self, '/');
+  snprintf(runner, sizeof(runner), "%.*s/mscclpp-run", (int)(slash ? slash - self : 1), slash ? self : ".");
+  char nbuf[16];
+  snprintf(nbuf, sizeof(nbuf), "%d", o->n);
+  char** args = calloc((size_t)argc + 8, sizeof(char*));
+  if (!args) return 1;
+  int k = 0;
+  args[k++] = runner, args[k++] = "-n", args[k++] = nbuf, args[k++] = self, args[k++] = "run";
+  for (int i = 0; i < argc; i++) args[k++] = argv[i];
+  execv(runner, args);
+  perror(runner);
+  return 1;
+}
+
+static int cmd_run(int argc, char** argv) {
+  struct opts o;
+  if (parse_run(argc, argv, &o)) return usage();
+  if (getenv("MSCCLPP_RANK")) return worker(&o);
+  if (o.n < 1) return usage();
+  return launch(argc, argv, &o);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  if (!strcmp(argv[1], "validate")) return cmd_validate(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "draw")) return cmd_draw(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "convert")) return xml_convert_main(argc - 1, argv + 1);
+  return usage();
+}
