@@ -74,11 +74,7 @@ static mscclppResult_t ag_step(struct cpu_net* net, const struct algo_args* a, s
     int q = (me + k) % n;
     cpu_slice(len, n, q, &off, &cnt);
     if (cnt == 0) continue;
-    struct chunk_hdr want = cpu_hdr(a, (base + off) * a->es, cnt * a->es);
-    const struct chunk_hdr* h;
-    MPP_CHECK(cpu_recv(net, &net->pipes[q], &want, &h));
-    memcpy((char*)a->recv + (base + off) * a->es, chunk_data(h), cnt * a->es);
-    MPP_CHECK(cpu_recv_done(net, &net->pipes[q]));
+    MPP_CHECK(cpu_recv_copy(net, a, q, base + off, cnt));
   }
   return mscclppSuccess;
 }

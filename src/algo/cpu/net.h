@@ -123,6 +123,9 @@ mscclppResult_t cpu_recv_poll(struct cpu_net* net, struct cpu_pipe* p, const str
                               const struct chunk_hdr** h);
 /* Frees the slot of the chunk cpu_recv returned: acknowledges it to the sender. */
 mscclppResult_t cpu_recv_done(struct cpu_net* net, struct cpu_pipe* p);
+/* Receives from peer q the chunk of cnt elements at element offset elem_off of the call, copies it
+ * to the same place in a->recv and releases the slot (cpu_recv + copy + cpu_recv_done). */
+mscclppResult_t cpu_recv_copy(struct cpu_net* net, const struct algo_args* a, int q, size_t elem_off, size_t cnt);
 
 static inline const void* chunk_data(const struct chunk_hdr* h) { return (const char*)h + CPU_HDR_BYTES; }
 

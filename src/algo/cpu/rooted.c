@@ -35,11 +35,7 @@ static mscclppResult_t bcast_scatter(struct cpu_net* net, const struct algo_args
   }
   cpu_slice(len, n - 1, nonroot_index(me, root, n), &off, &cnt);
   if (cnt == 0) return mscclppSuccess;
-  struct chunk_hdr want = cpu_hdr(a, (base + off) * a->es, cnt * a->es);
-  const struct chunk_hdr* h;
-  MPP_CHECK(cpu_recv(net, &net->pipes[root], &want, &h));
-  memcpy((char*)a->recv + (base + off) * a->es, chunk_data(h), cnt * a->es);
-  return cpu_recv_done(net, &net->pipes[root]);
+  return cpu_recv_copy(net, a, root, base + off, cnt);
 }
 
 /* Non-root ranks: exchange their slices among themselves. */
@@ -59,11 +55,7 @@ static mscclppResult_t bcast_allgather(struct cpu_net* net, const struct algo_ar
     if (q == root) continue;
     cpu_slice(len, n - 1, nonroot_index(q, root, n), &off, &cnt);
     if (cnt == 0) continue;
-    struct chunk_hdr want = cpu_hdr(a, (base + off) * a->es, cnt * a->es);
-    const struct chunk_hdr* h;
-    MPP_CHECK(cpu_recv(net, &net->pipes[q], &want, &h));
-    memcpy((char*)a->recv + (base + off) * a->es, chunk_data(h), cnt * a->es);
-    MPP_CHECK(cpu_recv_done(net, &net->pipes[q]));
+    MPP_CHECK(cpu_recv_copy(net, a, q, base + off, cnt));
   }
   return mscclppSuccess;
 }
@@ -91,11 +83,7 @@ static mscclppResult_t reduce_gather(struct cpu_net* net, const struct algo_args
     size_t off, cnt;
     cpu_slice(len, n, q, &off, &cnt);
     if (cnt == 0) continue;
-    struct chunk_hdr want = cpu_hdr(a, (base + off) * a->es, cnt * a->es);
-    const struct chunk_hdr* h;
-    MPP_CHECK(cpu_recv(net, &net->pipes[q], &want, &h));
-    memcpy((char*)a->recv + (base + off) * a->es, chunk_data(h), cnt * a->es);
-    MPP_CHECK(cpu_recv_done(net, &net->pipes[q]));
+    MPP_CHECK(cpu_recv_copy(net, a, q, base + off, cnt));
   }
   return mscclppSuccess;
 }

@@ -128,3 +128,11 @@ mscclppResult_t cpu_recv_done(struct cpu_net* net, struct cpu_pipe* p) {
   p->recvd++;
   return mscclppHostSemaphoreSignal(p->ack);
 }
+
+mscclppResult_t cpu_recv_copy(struct cpu_net* net, const struct algo_args* a, int q, size_t elem_off, size_t cnt) {
+  struct chunk_hdr want = cpu_hdr(a, elem_off * a->es, cnt * a->es);
+  const struct chunk_hdr* h;
+  MPP_CHECK(cpu_recv(net, &net->pipes[q], &want, &h));
+  memcpy((char*)a->recv + elem_off * a->es, chunk_data(h), cnt * a->es);
+  return cpu_recv_done(net, &net->pipes[q]);
+}
