@@ -32,7 +32,11 @@ ngpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 summary=()
 add() { summary+=("$(printf '%-44s %s' "$1" "$2")"); }
 
-(cd "$build" && ctest -L gpu --output-on-failure --timeout 300) >"$out/gpu-tests.log" 2>&1
+# GPU_CHECK_TESTS: a ctest -R filter; GPU_CHECK_TEST_TIMEOUT / GPU_CHECK_PERF_TIMEOUT: seconds per
+# test / per benchmark run (lower them for a first run of new code, where a hang is likely).
+test_timeout=${GPU_CHECK_TEST_TIMEOUT:-300}
+perf_timeout=${GPU_CHECK_PERF_TIMEOUT:-300}
+(cd "$build" && ctest -L gpu ${GPU_CHECK_TESTS:+-R "$GPU_CHECK_TESTS"} --output-on-failure --timeout "$test_timeout") >"$out/gpu-tests.log" 2>&1
 while read -r line; do
   name=$(echo "$line" | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .*/\1/')
   status=$(echo "$line" | grep -oE 'Passed|\*\*\*Failed|\*\*\*Skipped|Not Run|\*\*\*Timeout|Exception' | head -1)
@@ -55,7 +59,7 @@ perf_table=()
 perf() { # perf NAME COLL SIZES ARGS...
   local name=$1 coll=$2 sizes=$3
   shift 3
-  timeout 300 "$bin/mscclpp-run" -n "$ngpus" "$bin/mscclpp-perf" "$coll" --gpu --nccl -s "$sizes" "$@" \
+  timeout "$perf_timeout" "$bin/mscclpp-run" -n "$ngpus" "$bin/mscclpp-perf" "$coll" --gpu --nccl -s "$sizes" "$@" \
     >"$out/perf-$name.txt" 2>&1
   local rc=$?
   add "perf $name ($ngpus GPU ranks)" "exit $rc$(grep -q 'FAILED' "$out/perf-$name.txt" && echo ', WRONG RESULTS')"
