@@ -50,8 +50,14 @@ MSCCLPP_HOST_DEVICE_INLINE int mscclppTokenWait(uint64_t* inbound, uint64_t* exp
   uint64_t e = mscclppFetchAddGpu64(expected, 1) + 1;
   mscclppSpin s = MSCCLPP_SPIN_INIT;
   for (;;) {
-    uint64_t v = acquire ? mscclppLoadAcquire64(inbound) : mscclppLoadRelaxed64(inbound);
-    if (mscclppTokenReached(v, e)) return MSCCLPP_DEVICE_OK;
+    /* Poll with relaxed loads (an acquire load per poll costs more on the GPU); once the step is
+     * there, one acquire load of the token - it reads the signaller's release or a later value of
+     * the same token - orders the signaller's earlier writes before what this thread does next. */
+    uint64_t v = mscclppLoadRelaxed64(inbound);
+    if (mscclppTokenReached(v, e)) {
+      if (acquire) (void)mscclppLoadAcquire64(inbound);
+      return MSCCLPP_DEVICE_OK;
+    }
     int rc = mscclppSpinCheck(&s, w, mscclppWaitSemaphore, e, v);
     if (rc != MSCCLPP_DEVICE_OK) return rc;
   }

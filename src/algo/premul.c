@@ -40,7 +40,9 @@ mscclppResult_t mscclppRedOpCreatePreMulSum(mscclppRedOp_t* op, void* scalar, ms
   e->dtype = (int)datatype;
   e->residence = (int)residence;
   e->ptr = scalar;
-  memcpy(e->value, scalar, algo_dtype_size((int)datatype));
+  /* A host-immediate scalar is copied now; a device-resident one is read at each call (by the
+   * kernel on GPU ranks, where it is GPU memory the host must not dereference). */
+  if (residence == mscclppScalarHostImmediate) memcpy(e->value, scalar, algo_dtype_size((int)datatype));
   *op = (mscclppRedOp_t)(mscclppNumOps + idx);
   return mscclppSuccess;
 }

@@ -4,10 +4,10 @@
  * and 128 signals through one 64-slot FIFO (14 laps, producers held back when it is full) while
  * the peer waits on another stream; every byte is checked. 77 without enough GPUs.
  *
- * Known failure on 2x H200 (last run): everything up to the stress passes; in the stress the pushes
- * complete but the peer's waits time out, because while blocks busy-wait the proxy's small copies
- * crawl (about 0.25 ms each with 64 spinning blocks in a separate measurement, and slower here), so
- * the signals queued behind them do not land within the bound. The stress is kept below ~1000
+ * The kernels are loaded before the stress (cudaFuncGetAttributes): under CUDA's lazy loading,
+ * the first launch of k_stress, queued beside the spinning k_wait_peers, waited for it to finish -
+ * on both GPUs, so no signal came until the waits timed out (seen on 2x H200; gone with
+ * CUDA_MODULE_LOADING=EAGER or the waits run after the pushes). The stress is kept below ~1000
  * queued copies (a CUDA stream holds about that many before cudaMemcpyAsync blocks the proxy).
  *
  *   gpu_portchan [PINGPONG_ITERS] */
@@ -138,6 +138,9 @@ static void test_stress(struct env* e) {
   CHECK_OK(mscclppBootstrapBarrier(c->comm));
   cudaStream_t waiter;
   CUDA_OK(cudaStreamCreateWithFlags(&waiter, cudaStreamNonBlocking));
+  cudaFuncAttributes attr; /* load both kernels now: see the note at the top */
+  CUDA_OK(cudaFuncGetAttributes(&attr, (const void*)k_stress));
+  CUDA_OK(cudaFuncGetAttributes(&attr, (const void*)k_wait_peers));
   int per_peer = blocks * threads / e->npeers; /* signals each peer sends us */
   CHECK(blocks * threads % e->npeers == 0);
   /* The waits run beside the pushes (on another stream); STRESS_SERIAL=1 runs them after. */

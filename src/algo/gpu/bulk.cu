@@ -1,16 +1,20 @@
 /* bulk.cu - the bandwidth exchange kernel of the GPU collectives: a gx_plan moved in steps through
  * the bulk inboxes with SM stores over NVLink and one semaphore round per step.
  *
- * Block b of nblocks owns bytes [b * cb, (b + 1) * cb) of every inbox (cb = bulk_slot / nblocks)
- * and, in step k, bytes [k * C + b * cb, +cb) of every part (C = nblocks * cb). A step: put this
- * block's share of every part into the peers' inboxes of parity k mod 2 (__syncthreads), signal
- * every peer on the block's own channel and wait for every peer's signal (so each block pairs
- * only with the same block of the peers), then copy or reduce what arrived into the output.
+ * Block b of nblocks owns bytes [b * S, (b + 1) * S) of every inbox (S = bulk_slot / nblocks) and,
+ * in step k, bytes [k * C + b * cb, +cb) of every part (C = nblocks * cb; cb <= S is the launch's
+ * step, smaller for mid-size messages so that they still pipeline: step_bytes). The block puts step
+ * 0, then for every step k: a round (signal every peer on the block's own channel and wait for
+ * every peer's signal, so each block pairs only with the same block of the peers; the signal of
+ * round k says "my put of step k and my read of step k - 1 are done"), then the put of step k + 1
+ * into the peers' inboxes of parity (k + 1) mod 2, then the copy or reduction of step k out of its
+ * own inbox of parity k mod 2. Issuing the next put before reading lets the NVLink stores drain
+ * while the block reads.
  *
- * Reuse: a block writes a peer's inbox of parity p again (step k + 2) only after it has the
- * peer's signal of step k + 1, which the peer's block gives after it finished reading step k. A
- * launch ends with one more signal/wait round after the last read, so the next launch, whatever
- * its size, starts on drained inboxes. A step reads a range of the input before it writes the same
+ * Reuse: a block writes a peer's inbox of parity p again (step k + 1) right after round k, whose
+ * signal from the peer certifies that the peer finished reading step k - 1 (same parity). A launch
+ * ends with one more round after the last read, so the next launch, whatever its size, starts on
+ * drained inboxes. A step reads a range of the input before it writes the same
  * range of the output, in the same block, so in-place calls are safe. Every rank runs the same
  * number of steps (from p.maxlen, equal on every rank) and signals every peer in every step. */
 #include <cuda_runtime.h>
@@ -98,13 +102,14 @@ __device__ void bulk_reduce_out(const gpu_dev& d, const gx_plan& p, uint64_t k, 
 
 template <int DT, int OP>
 __global__ void __launch_bounds__(GPU_BULK_THREADS) bulk_kernel(gpu_dev d, gx_plan p) {
-  uint64_t cb = d.bulk_slot / (uint64_t)d.nblocks, C = cb * (uint64_t)d.nblocks;
-  uint64_t steps = (p.maxlen + C - 1) / C;
+  uint64_t cb = p.step_cb, C = cb * (uint64_t)d.nblocks;
+  uint64_t steps = (p.maxlen + C - 1) / C, mine = (uint64_t)blockIdx.x * cb;
+  if (steps > 0) bulk_put<DT>(d, p, 0, mine, cb);
+  __syncthreads();
   for (uint64_t k = 0; k < steps; k++) {
-    uint64_t lo = k * C + (uint64_t)blockIdx.x * cb;
-    bulk_put<DT>(d, p, k, lo, cb);
-    __syncthreads();
+    uint64_t lo = k * C + mine;
     if (bulk_round(d, p, k, C, steps)) return; /* the rank's device-error record says who timed out */
+    if (k + 1 < steps) bulk_put<DT>(d, p, k + 1, lo + C, cb);
     if (p.mode == GX_COPY) bulk_copy_out(d, p, k, lo, cb);
     else if (p.mode == GX_REDUCE) bulk_reduce_out<DT, OP>(d, p, k, lo, cb);
     __syncthreads();
@@ -119,11 +124,31 @@ struct BulkGet {
   static fn get() { return bulk_kernel<DT, OP>; }
 };
 
+/* Bytes per block and step for parts of maxlen: the block's whole inbox share, or less so that
+ * the message takes at least bulk_min_steps steps (a deeper pipeline for mid sizes), never under
+ * 4 KiB; a multiple of 16. The same on every rank (maxlen and the geometry are). */
+static uint64_t step_bytes(const struct gpu_dev* d, uint64_t maxlen) {
+  uint64_t full = d->bulk_slot / (uint64_t)d->nblocks;
+  uint64_t want = maxlen / ((uint64_t)d->nblocks * (uint64_t)d->bulk_min_steps);
+  want = (want + 15) / 16 * 16;
+  if (want < 4096) want = 4096;
+  return want < full ? want : full;
+}
+
 extern "C" mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream) {
   bulk_fn k = GxPick<BulkGet>::pick(p->dtype, p->op);
-  k<<<d->nblocks, GPU_BULK_THREADS, 0, (cudaStream_t)stream>>>(*d, *p);
+  struct gx_plan q = *p;
+  q.step_cb = step_bytes(d, p->maxlen);
+  k<<<d->nblocks, GPU_BULK_THREADS, 0, (cudaStream_t)stream>>>(*d, q);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
     return MPP_ERR(mscclppInternalError, "GPU collectives: bulk kernel launch failed: %s", cudaGetErrorString(e));
+  return mscclppSuccess;
+}
+
+extern "C" mscclppResult_t gpu_preload_bulk(void) {
+  cudaError_t e = GxPick<BulkGet>::preload();
+  if (e != cudaSuccess)
+    return MPP_ERR(mscclppInternalError, "GPU collectives: loading the bulk kernels failed: %s", cudaGetErrorString(e));
   return mscclppSuccess;
 }

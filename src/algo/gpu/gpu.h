@@ -35,6 +35,7 @@ struct gpu_dev {
   uint64_t bulk_slot;          /* bulk inbox bytes (multiple of 16 * nblocks) */
   int rank, nranks, nblocks;   /* nblocks: bulk kernel blocks = channels per peer */
   int ll_blocks;               /* LL kernel blocks */
+  int bulk_min_steps;          /* a bulk launch cuts its parts into at least this many steps */
 };
 
 /* How one launch moves data: rank q gets bytes [send_off[q], +send_len[q]) of src (send_len 0:
@@ -58,6 +59,7 @@ struct gx_plan {
   int scale_send;  /* 1: premul, scale parts before sending */
   int p2p;         /* 1 (bulk only): only pairs with pair_len[q] > 0 take part, each for its own steps */
   uint64_t pair_len[GPU_MAX_RANKS]; /* p2p: max(send_len[q], recv_len[q]), equal on both sides of a pair */
+  uint64_t step_cb; /* bulk: bytes per block and step (set by gpu_launch_bulk from maxlen; <= bulk_slot / nblocks) */
 };
 
 struct gpu_net {
@@ -87,6 +89,9 @@ void gpu_net_free(struct gpu_net* g);
  * on stream. InvalidUsage / InternalError with the CUDA error text. */
 mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
 mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
+/* Load every LL / bulk kernel instantiation now (at setup: see GxPick::preload in elem.cuh). */
+mscclppResult_t gpu_preload_ll(void);
+mscclppResult_t gpu_preload_bulk(void);
 /* Largest part one LL launch can carry per peer. */
 static inline uint64_t gpu_ll_max(const struct gpu_dev* d) { return d->ll_slot / 2 - 16; }
 

@@ -149,3 +149,10 @@ extern "C" mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct g
   if (e != cudaSuccess) return MPP_ERR(mscclppInternalError, "GPU collectives: LL kernel launch failed: %s", cudaGetErrorString(e));
   return mscclppSuccess;
 }
+
+extern "C" mscclppResult_t gpu_preload_ll(void) {
+  cudaError_t e = GxPick<LlGet>::preload();
+  if (e != cudaSuccess)
+    return MPP_ERR(mscclppInternalError, "GPU collectives: loading the ll kernels failed: %s", cudaGetErrorString(e));
+  return mscclppSuccess;
+}

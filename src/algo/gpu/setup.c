@@ -36,16 +36,19 @@ static mscclppResult_t cuda_err(const char* what, cudaError_t e) {
 /* The geometry from the parameters, rounded so every inbox and block share stays 16-aligned. */
 static mscclppResult_t geometry(struct gpu_net* g, int rank, int nranks) {
   int64_t nb = param_int(PARAM_ALGO_GPU_BLOCKS), ll = param_int(PARAM_ALGO_GPU_LL_SLOT);
-  int64_t bulk = param_int(PARAM_ALGO_GPU_BULK_SLOT);
+  int64_t bulk = param_int(PARAM_ALGO_GPU_BULK_SLOT), llb = param_int(PARAM_ALGO_GPU_LL_BLOCKS);
   if (nb < 1 || nb > 128)
     return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_BLOCKS=%lld: need 1..128", (long long)nb);
+  if (llb < 1 || llb > 1024)
+    return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_LL_BLOCKS=%lld: need 1..1024", (long long)llb);
   if (ll < 256 || bulk < 16 * nb)
     return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_LL_SLOT=%lld / BULK_SLOT=%lld: need >= 256 / >= 16 x blocks",
                    (long long)ll, (long long)bulk);
   g->d.rank = rank;
   g->d.nranks = nranks;
   g->d.nblocks = (int)nb;
-  g->d.ll_blocks = 16;
+  g->d.ll_blocks = (int)llb;
+  g->d.bulk_min_steps = (int)(param_int(PARAM_ALGO_GPU_BULK_MIN_STEPS) < 1 ? 1 : param_int(PARAM_ALGO_GPU_BULK_MIN_STEPS));
   g->d.ll_slot = (uint64_t)ll & ~(uint64_t)15;
   g->d.ll_bytes = 2ull * (uint64_t)nranks * g->d.ll_slot;
   g->d.bulk_slot = (uint64_t)bulk / (16ull * (uint64_t)nb) * 16ull * (uint64_t)nb;
@@ -119,6 +122,8 @@ static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
   for (int q = 0; q < ac->nranks; q++)
     if (q != ac->rank) MPP_CHECK(connect_peer(g, comm, q));
   MPP_CHECK(upload(g));
+  MPP_CHECK(gpu_preload_ll());
+  MPP_CHECK(gpu_preload_bulk());
   LOG_INFO_(LOG_SUB_ALGO, "GPU collectives: %d ranks, LL inbox %llu B, bulk inbox %llu B, %d blocks", ac->nranks,
             (unsigned long long)g->d.ll_slot, (unsigned long long)g->d.bulk_slot, g->d.nblocks);
   return mscclppSuccess;
