@@ -91,6 +91,8 @@ if [ "${GPU_CHECK_TUNE:-0}" = 1 ] && [ "$ngpus" -ge 2 ]; then
   done
 fi
 
+# The device tool brings back only a few files: everything also goes into one archive.
+tar -czf "$out/logs.tgz" -C "$out" --exclude logs.tgz . 2>/dev/null
 cat "$out/ring-demo.txt" 2>/dev/null
 echo
 if [ "${#tune_table[@]}" -gt 0 ]; then

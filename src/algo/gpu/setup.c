@@ -49,9 +49,14 @@ static mscclppResult_t geometry(struct gpu_net* g, int rank, int nranks) {
   g->d.nblocks = (int)nb;
   g->d.ll_blocks = (int)llb;
   g->d.bulk_min_steps = (int)(param_int(PARAM_ALGO_GPU_BULK_MIN_STEPS) < 1 ? 1 : param_int(PARAM_ALGO_GPU_BULK_MIN_STEPS));
-  g->d.ll_slot = (uint64_t)ll & ~(uint64_t)15;
+  /* The parameters are per-peer sizes at 2 ranks; with more ranks each peer gets its share, so
+   * the scratch stays about the same size while the parts per peer shrink alike. */
+  uint64_t peers = nranks > 1 ? (uint64_t)nranks - 1 : 1;
+  g->d.ll_slot = (uint64_t)ll / peers & ~(uint64_t)15;
+  if (g->d.ll_slot < 256) g->d.ll_slot = 256;
   g->d.ll_bytes = 2ull * (uint64_t)nranks * g->d.ll_slot;
-  g->d.bulk_slot = (uint64_t)bulk / (16ull * (uint64_t)nb) * 16ull * (uint64_t)nb;
+  uint64_t bs = (uint64_t)bulk / peers / (16ull * (uint64_t)nb) * 16ull * (uint64_t)nb;
+  g->d.bulk_slot = bs > 0 ? bs : 16ull * (uint64_t)nb;
   return mscclppSuccess;
 }
 
