@@ -443,9 +443,16 @@ static void prepare_data(struct bench* b, const struct shape* s, int inplace, co
   char *in, *out;
   placement(b, s, inplace, &in, &out);
   buf_garbage(b, out, s->out * b->es);
-  if (b->o.coll == ALGO_COLL_BROADCAST && b->rank != b->o.root) return;
-  verify_fill(spec, b->rank, 0, s->in, b->hin);
-  buf_put(b, in, b->hin, s->in * b->es);
+  if (b->o.coll != ALGO_COLL_BROADCAST || b->rank == b->o.root) {
+    verify_fill(spec, b->rank, 0, s->in, b->hin);
+    buf_put(b, in, b->hin, s->in * b->es);
+  }
+#if MSCCLPP_HAVE_CUDA
+  /* cudaMemset and a cudaMemcpy from pageable memory may still be running on the legacy stream
+   * when they return, and the collectives' non-blocking stream does not wait for it: in place,
+   * the call then raced the refill of its own buffer (wrong results at 1-4 MiB on 2x H200). */
+  if (b->gpu) CUDA_OK(b, cudaDeviceSynchronize());
+#endif
 }
 
 /* Wrong elements of this rank's output. */
