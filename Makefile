@@ -30,7 +30,7 @@ test-asan: deps
 # The main job: 4 ranks (GPU ranks where GPUs are present, CPU ranks otherwise) pass data around
 # a ring over registered memory with signal/wait and print a report.
 demo: build
-	$(BUILD)/bin/mscclpp-run -n 4 $(BUILD)/bin/example_ring_demo
+	$(BUILD)/bin/mscclpp-run -n 4 $(BUILD)/bin/example_collectives_demo
 
 # GPU runs: build here, `make gpu-bundle` (copies what a GPU machine needs to .gpu/build), carry
 # .gpu to the GPU machine and run `make gpu-check` there: every GPU test and the key

@@ -47,6 +47,8 @@ done < <(grep -E 'Test +#[0-9]+:' "$out/gpu-tests.log")
 if [ "$ngpus" -ge 2 ]; then
   "$bin/mscclpp-run" -n "$ngpus" "$bin/example_ring_demo" 4096 1048576 67108864 >"$out/ring-demo.txt" 2>&1
   add "ring demo ($ngpus GPU ranks)" "exit $?"
+  "$bin/mscclpp-run" -n "$ngpus" "$bin/example_collectives_demo" >"$out/collectives-demo.txt" 2>&1
+  add "collectives demo ($ngpus GPU ranks)" "exit $?"
 fi
 
 # The built-in collectives against NCCL, same run, CUDA-graph timing (-G). Small sizes are checked
@@ -93,7 +95,7 @@ fi
 
 # The device tool brings back only a few files: everything also goes into one archive.
 tar -czf "$out/logs.tgz" -C "$out" --exclude logs.tgz . 2>/dev/null
-cat "$out/ring-demo.txt" 2>/dev/null
+cat "$out/ring-demo.txt" "$out/collectives-demo.txt" 2>/dev/null
 echo
 if [ "${#tune_table[@]}" -gt 0 ]; then
   echo "== tuning sweep (out-of-place us per algorithm; CUDA graphs) =="

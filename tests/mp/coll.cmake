@@ -62,3 +62,7 @@ set_tests_properties(coll_errors_badtable PROPERTIES ENVIRONMENT "MSCCLPP_ALGO_T
 mpp_test_target(coll_perf_smoke ${_coll_dir}/coll_perf_smoke.c)
 add_test(NAME coll_perf_smoke COMMAND coll_perf_smoke $<TARGET_FILE:mscclpp-run> $<TARGET_FILE:mscclpp-perf>)
 set_tests_properties(coll_perf_smoke PROPERTIES LABELS mp TIMEOUT 300)
+
+# The main job's program (`make demo`) on 4 CPU ranks, small sizes: it checks every element.
+add_test(NAME demo_collectives_n4 COMMAND mscclpp-run -n 4 $<TARGET_FILE:example_collectives_demo> 4096 65536)
+set_tests_properties(demo_collectives_n4 PROPERTIES LABELS mp TIMEOUT 120)
