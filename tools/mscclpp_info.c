@@ -5,6 +5,7 @@
 
 #include <mscclpp/mscclpp.h>
 
+#include "algo/algo.h"
 #include "sys/cudawrap.h"
 #include "sys/gpu.h"
 #include "util/param.h"
@@ -44,7 +45,24 @@ static void print_gpus(int n) {
 }
 #endif
 
-int main(void) {
+/* One line per built-in algorithm: name, collective, rank kind (what MSCCLPP_ALGO and
+ * tuning/algo.tsv name; tools/mscclpp_tune.py reads this list). */
+static void print_algorithms(void) {
+  int n = 0;
+  const struct algo_desc* d = algo_registry(&n);
+  for (int i = 0; i < n; i++)
+    printf("  %-28s %-14s %s\n", d[i].name, algo_coll_name(d[i].coll), d[i].kind == mscclppRankGpu ? "gpu" : "cpu");
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--algorithms") == 0) {
+    print_algorithms();
+    return 0;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "usage: mscclpp-info [--algorithms]\n");
+    return 2;
+  }
   int version = 0;
   mscclppGetVersion(&version);
   printf("mscclpp %d.%d.%d (version code %d)\n", version / 10000, (version / 100) % 100, version % 100, version);
@@ -66,5 +84,7 @@ int main(void) {
   printf("  tcp      yes (host memory across hosts)\n");
   printf("  cuda-ipc %s\n", ngpus > 0 ? "yes (GPU memory between processes of this host)" : "no (no GPU)");
   printf("  ib       no (not built yet)\n");
+  printf("\nBuilt-in algorithms (name, collective, rank kind):\n");
+  print_algorithms();
   return 0;
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""tools/mscclpp_tune.py: the rule making (winners, merged runs, table update) on made-up times,
+then one real run on 2 CPU ranks whose rules go into a copy of tuning/algo.tsv that the library
+must then load (mscclpp-perf with MSCCLPP_ALGO_TABLE pointing at it).
+  tune_rules.py BINDIR SOURCEDIR"""
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+bindir, srcdir = sys.argv[1], sys.argv[2]
+spec = importlib.util.spec_from_file_location("tune", os.path.join(srcdir, "tools", "mscclpp_tune.py"))
+tune = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tune)
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL: " + what)
+        sys.exit(1)
+
+
+times = {"a": {8: 1.0, 1024: 2.0, 65536: 9.0, 1 << 20: 50.0},
+         "b": {8: 3.0, 1024: 2.5, 65536: 5.0, 1 << 20: 20.0},
+         "c": {8: 2.0, 1024: 1.5}}
+win = tune.winners(times)
+check(win == [(8, "a"), (1024, "c"), (65536, "b"), (1 << 20, "b")], "winners: %r" % win)
+r = tune.rules(win)
+check(r == [(8, "a"), (1024, "c"), (None, "b")], "rules: %r" % r)
+check(tune.fmt_bytes(65536) == "64K" and tune.fmt_bytes(3 << 20) == "3M" and tune.fmt_bytes(1000) == "1000", "fmt_bytes")
+rows = tune.tsv_rows("allreduce", "gpu", 4, r)
+check(len(rows) == 3 and rows[0].split() == ["allreduce", "gpu", "4", "4", "0", "8", "a"], "rows: %r" % rows)
+table = "# head\nallreduce gpu 4 4 0 1K old\nallreduce gpu 1 * 0 * keep\nallgather gpu 1 * 0 * other\n"
+new = tune.update_table(table, "allreduce", "gpu", 4, rows, "# mscclpp-tune: allreduce gpu 4 ranks, test")
+lines = new.splitlines()
+check("old" not in new and "keep" in new, "update drops the replaced rule only")
+check(lines.index(rows[0]) < lines.index("allreduce gpu 1 * 0 * keep"), "new rules come first")
+again = tune.update_table(new, "allreduce", "gpu", 4, rows, "# mscclpp-tune: allreduce gpu 4 ranks, test")
+check(again == new, "updating twice gives the same table")
+
+# One real run on CPU ranks.
+with tempfile.TemporaryDirectory() as tmp:
+    tab = os.path.join(tmp, "algo.tsv")
+    with open(os.path.join(srcdir, "tuning", "algo.tsv")) as f, open(tab, "w") as g:
+        g.write(f.read())
+    r = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tune.py"), "-n", "2", "--kind", "cpu",
+                        "--collectives", "allreduce", "-b", "1K", "-e", "64K", "-f", "8", "--iters", "2",
+                        "--warmup", "1", "--bin", bindir, "--update", tab], capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, "mscclpp-tune failed: " + r.stderr)
+    new_rows = [l for l in r.stdout.splitlines() if l.startswith("allreduce")]
+    check(len(new_rows) >= 1 and new_rows[-1].split()[5] == "*", "tune printed rules: %r" % r.stdout)
+    check(all(l.split()[6] in ("cpu_allreduce_rsag", "cpu_allreduce_allpairs") for l in new_rows), "rules name CPU algorithms")
+    with open(tab) as f:
+        check(new_rows[0] in f.read(), "the table holds the new rules")
+    p = subprocess.run([os.path.join(bindir, "mscclpp-run"), "-n", "2", os.path.join(bindir, "mscclpp-perf"), "allreduce",
+                        "--cpu", "-s", "4K", "-n", "1", "-w", "0"], env=dict(os.environ, MSCCLPP_ALGO_TABLE=tab),
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, "the library loads the updated table: " + p.stderr)
+print("tune_rules: ok")

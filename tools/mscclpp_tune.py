@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""mscclpp-tune: re-makes the selection rules of tuning/algo.tsv from measurements on this machine.
+
+For each collective it runs mscclpp-perf once per built-in algorithm of the rank kind, forced with
+MSCCLPP_ALGO (out-of-place times, CUDA graphs on GPU ranks), picks the fastest algorithm at every
+size, merges neighbouring sizes with the same winner into rules, and prints them as algo.tsv rows
+for exactly this number of ranks (or writes them into the table with --update, ahead of the rules
+they replace, with a comment saying where and when they were measured).
+
+  mscclpp-tune.py -n 4 [--kind gpu] [--collectives allreduce,allgather] [-b 8 -e 256M -f 4]
+                  [--iters 20 --warmup 5 --graphs 10] [--bin DIR] [--update tuning/algo.tsv]
+"""
+import argparse
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+UNITS = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")]
+
+
+def fmt_bytes(n):
+    """Bytes as algo.tsv writes them: 64K, 2M, 1G when exact, else plain."""
+    for size, suffix in UNITS:
+        if n >= size and n % size == 0:
+            return "%d%s" % (n // size, suffix)
+    return str(n)
+
+
+def winners(times):
+    """times: {algorithm: {bytes: us}}. Returns [(bytes, algorithm)] for every size measured by
+    at least one algorithm, the fastest first-listed on ties; sizes no algorithm measured are left out."""
+    sizes = sorted({b for per in times.values() for b in per})
+    out = []
+    for b in sizes:
+        best = None
+        for algo, per in times.items():
+            if b in per and (best is None or per[b] < times[best][b]):
+                best = algo
+        out.append((b, best))
+    return out
+
+
+def rules(win):
+    """[(bytes, algorithm)] sorted by size -> [(max_bytes or None, algorithm)]: one rule per run of
+    equal winners, bounded by the run's largest size; the last rule is unbounded (None)."""
+    out = []
+    for b, algo in win:
+        if out and out[-1][1] == algo:
+            out[-1] = (b, algo)
+        else:
+            out.append((b, algo))
+    if out:
+        out[-1] = (None, out[-1][1])
+    return out
+
+
+def tsv_rows(coll, kind, nranks, rule_list):
+    return ["%-14s %-5s %-9d %-10d %-10s %-10s %s" % (coll, kind, nranks, nranks, "0",
+            "*" if mx is None else fmt_bytes(mx), algo) for mx, algo in rule_list]
+
+
+def update_table(text, coll, kind, nranks, rows, note):
+    """The table text with every rule of (coll, kind, exactly nranks) replaced by rows, placed before
+    the first remaining rule of (coll, kind) so that they match first."""
+    lines = text.splitlines()
+    kept = []
+    for line in lines:
+        f = line.split()
+        if len(f) == 7 and not line.startswith("#") and f[0] == coll and f[1] == kind and f[2] == f[3] == str(nranks):
+            continue
+        if line.startswith("# mscclpp-tune: %s %s %d ranks" % (coll, kind, nranks)):
+            continue
+        kept.append(line)
+    at = len(kept)
+    for i, line in enumerate(kept):
+        f = line.split()
+        if len(f) == 7 and not line.startswith("#") and f[0] == coll and f[1] == kind:
+            at = i
+            break
+    return "\n".join(kept[:at] + [note] + rows + kept[at:]) + "\n"
+
+
+def algorithms(bindir, coll, kind):
+    out = subprocess.run([os.path.join(bindir, "mscclpp-info"), "--algorithms"], check=True,
+                         capture_output=True, text=True).stdout
+    return [f[0] for f in (l.split() for l in out.splitlines()) if len(f) == 3 and f[1] == coll and f[2] == kind]
+
+
+def measure(args, coll, algo):
+    """{bytes: out-of-place us} of one forced algorithm (empty when the run failed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        js = os.path.join(tmp, "perf.json")
+        cmd = [os.path.join(args.bin, "mscclpp-run"), "-n", str(args.nranks), os.path.join(args.bin, "mscclpp-perf"),
+               coll, "--" + args.kind, "-b", args.b, "-e", args.e, "-f", str(args.f), "-n", str(args.iters),
+               "-w", str(args.warmup), "-c", "0", "--json", js]
+        if args.kind == "gpu":
+            cmd += ["-G", str(args.graphs)]
+        env = dict(os.environ, MSCCLPP_ALGO=algo)
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        if r.returncode != 0 or not os.path.exists(js):
+            sys.stderr.write("mscclpp-tune: %s with %s failed (exit %d):\n%s\n" % (coll, algo, r.returncode, r.stderr[-2000:]))
+            return {}
+        with open(js) as f:
+            doc = json.load(f)
+    return {row["bytes"]: row["out_of_place"]["time_us"] for row in doc["rows"] if row.get("impl", "mscclpp") == "mscclpp"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", "--nranks", type=int, required=True)
+    ap.add_argument("--kind", choices=["gpu", "cpu"], default="gpu")
+    ap.add_argument("--collectives", default="allreduce,allgather,reducescatter,broadcast,reduce,alltoall")
+    ap.add_argument("-b", default="8")
+    ap.add_argument("-e", default="256M")
+    ap.add_argument("-f", type=int, default=4)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--graphs", type=int, default=10)
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--bin", default=os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--update", metavar="TABLE")
+    args = ap.parse_args()
+    text = open(args.update).read() if args.update else None
+    stamp = "%s on %s" % (datetime.date.today().isoformat(), socket.gethostname())
+    for coll in args.collectives.split(","):
+        times = {a: measure(args, coll, a) for a in algorithms(args.bin, coll, args.kind)}
+        times = {a: t for a, t in times.items() if t}
+        if not times:
+            sys.stderr.write("mscclpp-tune: no algorithm of %s ran on %s ranks\n" % (coll, args.kind))
+            continue
+        for a, t in times.items():
+            print("# %s %s: %s" % (coll, a, " ".join("%s=%.1f" % (fmt_bytes(b), us) for b, us in sorted(t.items()))))
+        rows = tsv_rows(coll, args.kind, args.nranks, rules(winners(times)))
+        print("\n".join(rows))
+        if text is not None:
+            note = "# mscclpp-tune: %s %s %d ranks, measured %s (out-of-place us, fastest wins)" % (
+                coll, args.kind, args.nranks, stamp)
+            text = update_table(text, coll, args.kind, args.nranks, rows, note)
+    if args.update:
+        with open(args.update, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
