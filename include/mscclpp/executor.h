@@ -47,6 +47,108 @@ mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info);
 mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
                                    size_t sendBytes, size_t recvBytes, mscclppDataType_t datatype, void* stream);
 
+/* ---- Plan registry: plans the collectives of collectives.h run instead of the built-in algorithms.
+ *
+ * One registry per process. Every collective call (mscclppAllReduce, AllGather, ReduceScatter,
+ * AllToAll, Broadcast; Reduce has no plan form) first asks it for a plan: the registered plans that
+ * serve the call are the candidates, in priority order (higher first; equal priorities: earlier
+ * registration first); the first one runs (mscclppExecutePlan), or the one a selector callback
+ * picks; no candidate means the built-in algorithms. A JSON plan serves a call when its collective,
+ * nranks (== world size), inplace flag, min/max_message_size (inclusive, against the larger of the
+ * call's input and output bytes), ranks per node and reduce operator match (docs/plans.md). MSCCL
+ * XML algorithms (mscclppPlanRegisterMscclXml, MSCCL_XML_FILES) serve by MSCCL's rule instead.
+ * Plans from the environment: MSCCLPP_PLAN_DIR (every *.json in the directory) and MSCCL_XML_FILES,
+ * loaded once per process at the first collective (or mscclppPlanRegistryLoadEnv).
+ *
+ * Every rank must register the same plans in the same order and make the same calls (the same
+ * in-place-ness included), so that every rank picks the same plan. Registering may run beside
+ * collectives; unregistering or clearing must not run while a collective that may use the removed
+ * plans runs (as for mscclppPlanDestroy). */
+
+/* Initialize with MSCCLPP_PLAN_REG_OPTIONS_INITIALIZER; NULL options mean the initializer. */
+typedef struct {
+  int priority;     /* candidates are tried in decreasing priority; default 0 */
+  int ranksPerNode; /* serve only communicators with this many ranks per node; 0: the plan file's
+                       "ranks_per_node" field when it has one, else any */
+  int root;         /* broadcast plans: the root they serve; -1: the plan file's "root" field, else 0 */
+} mscclppPlanRegOptions_t;
+#define MSCCLPP_PLAN_REG_OPTIONS_INITIALIZER { 0, 0, -1 }
+
+/* Registers a loaded plan; on success the registry owns it (mscclppPlanUnregister or
+ * mscclppPlanRegistryClear destroy it) and *id (may be NULL) is its registration id (> 0). */
+mscclppResult_t mscclppPlanRegister(mscclppPlan_t plan, const mscclppPlanRegOptions_t* options, int* id);
+/* Loads, validates and registers a JSON plan file (its optional top-level "ranks_per_node" and
+ * "root" fields are read here; the loader ignores them). */
+mscclppResult_t mscclppPlanRegisterFile(const char* path, const mscclppPlanRegOptions_t* options, int* id);
+/* Registers every "*.json" file of dir (not hidden files, not subdirectories), in name order. All or
+ * nothing: a bad file fails the call naming it, and none of the directory's plans stay registered.
+ * *count (may be NULL) gets how many were registered. */
+mscclppResult_t mscclppPlanRegisterDirectory(const char* dir, const mscclppPlanRegOptions_t* options, int* count);
+/* Reads, checks and converts an MSCCL XML algorithm (msccl_xml.h) and registers it; it serves calls
+ * by MSCCL's rule (docs/msccl-xml.md). Only options->priority is used. */
+mscclppResult_t mscclppPlanRegisterMscclXml(const char* path, const mscclppPlanRegOptions_t* options, int* id);
+/* Removes registration id and destroys its plan. */
+mscclppResult_t mscclppPlanUnregister(int id);
+/* Back to an empty registry: removes and destroys every registered plan (those from the
+ * environment too; the environment is not read again), restores the default selector and forgets a
+ * failed environment load. No collective may run meanwhile. */
+mscclppResult_t mscclppPlanRegistryClear(void);
+/* Loads MSCCLPP_PLAN_DIR (priority MSCCLPP_PLAN_DIR_PRIORITY), then MSCCL_XML_FILES (priority
+ * MSCCLPP_MSCCL_XML_PRIORITY) now, if not done yet. Done once per process: later calls, and every
+ * collective, return the first call's result; when it failed (a bad file, named in the message),
+ * nothing from the environment is registered and every collective fails with that error.
+ * *count (may be NULL) gets how many plans the environment registered. */
+mscclppResult_t mscclppPlanRegistryLoadEnv(int* count);
+
+/* What a registration holds. Strings live until the registration is removed. */
+typedef struct {
+  int id;
+  const char* name;       /* the plan's (or MSCCL algorithm's) name */
+  const char* source;     /* the file it came from (mscclppPlanRegister: the name the plan was loaded
+                             under) */
+  const char* collective; /* as the plan (or the MSCCL file) names it */
+  int msccl;              /* 1: an MSCCL XML algorithm, selected by MSCCL's rule */
+  int priority;
+  int ranksPerNode;       /* 0: any */
+  int root;               /* the root a broadcast plan serves */
+  uint64_t uses;          /* collective calls of this process it served */
+  mscclppPlan_t plan;     /* MSCCL algorithms: the plan of its sum variant */
+} mscclppPlanEntryInfo_t;
+
+/* The ids of the registrations in selection order (priority, then registration order): up to maxIds
+ * into ids; *count gets how many there are. */
+mscclppResult_t mscclppPlanRegistryList(int* ids, int maxIds, int* count);
+mscclppResult_t mscclppPlanRegistryQuery(int id, mscclppPlanEntryInfo_t* info);
+
+/* What a selector sees of a call. */
+typedef struct {
+  const char* collective;     /* "allreduce", "allgather", "reducescatter", "alltoall", "broadcast" */
+  size_t count;               /* the call's count */
+  size_t bytes;               /* the larger of this rank's input and output bytes */
+  mscclppDataType_t datatype;
+  int op;                     /* mscclppRedOp_t of reductions, -1 otherwise */
+  int root;                   /* broadcast, else -1 */
+  int worldSize, ranksPerNode, rank;
+  int inplace;
+} mscclppPlanQuery_t;
+
+typedef struct {
+  mscclppPlan_t plan; /* what would run */
+  int id, priority, msccl;
+} mscclppPlanCandidate_t;
+
+/* A selector returns the index of the candidate to run, or one of these. */
+#define MSCCLPP_PLAN_SELECT_DEFAULT (-1) /* the first candidate */
+#define MSCCLPP_PLAN_SELECT_BUILTIN (-2) /* no plan: the built-in algorithms */
+
+/* Called (on the calling thread, possibly by several threads at once) for every collective call
+ * that has at least one candidate; candidates[0..n) in priority order. It must choose alike on
+ * every rank. Any other return value fails the call with InvalidUsage. */
+typedef int (*mscclppPlanSelector_t)(const mscclppPlanQuery_t* query, const mscclppPlanCandidate_t* candidates, int n,
+                                     void* userData);
+/* Installs the process's selector (NULL: the default, the first candidate). */
+mscclppResult_t mscclppPlanSelectorSet(mscclppPlanSelector_t selector, void* userData);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

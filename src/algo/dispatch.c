@@ -1,10 +1,13 @@
-/* dispatch.c - the one place where a checked call meets an algorithm: rank kind, selection, run.
- * CPU and GPU algorithms are registry rows (registry.c) chosen by the tuning rules; a group's
- * sends and receives go to the CPU engine (cpu/p2p.c) or the GPU one (gpu/p2p.c). */
+/* dispatch.c - the one place where a checked call meets an algorithm: rank kind, a registered
+ * execution plan when one serves the call (plan/registry.h: the one call from algo/ up into the
+ * plan layer), else selection among the built-ins and run. CPU and GPU algorithms are registry rows
+ * (registry.c) chosen by the tuning rules; a group's sends and receives go to the CPU engine
+ * (cpu/p2p.c) or the GPU one (gpu/p2p.c). */
 #include "algo/algo.h"
 #include "algo/cpu/net.h"
 #include "algo/gpu/gpu.h"
 #include "core/comm.h"
+#include "plan/registry.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -24,6 +27,9 @@ static mscclppResult_t not_built(const char* what) {
 mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a) {
   const char* name = algo_coll_name(a->coll);
   MPP_CHECK(check_kind(ac, name));
+  int by_plan = 0;
+  MPP_CHECK(planreg_dispatch(ac, a, &by_plan));
+  if (by_plan) return mscclppSuccess;
   const struct algo_desc* d = NULL;
   MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, &d));
   if (d == NULL) {
