@@ -73,7 +73,7 @@ perf() { # perf NAME COLL SIZES ARGS...
   ' "$out/perf-$name.txt")")
 }
 if [ "$ngpus" -ge 2 ]; then
-  for coll in allreduce allgather reducescatter; do
+  for coll in allreduce allgather reducescatter alltoall; do
     perf "$coll-small" "$coll" 8,1K,64K,1M,16M -n 20 -w 5 -G 20 -c 1
     perf "$coll-large" "$coll" 256M,1G -n 10 -w 2 -G 3 -c 0
   done

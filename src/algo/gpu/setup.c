@@ -37,8 +37,8 @@ static mscclppResult_t cuda_err(const char* what, cudaError_t e) {
 static mscclppResult_t geometry(struct gpu_net* g, int rank, int nranks) {
   int64_t nb = param_int(PARAM_ALGO_GPU_BLOCKS), ll = param_int(PARAM_ALGO_GPU_LL_SLOT);
   int64_t bulk = param_int(PARAM_ALGO_GPU_BULK_SLOT), llb = param_int(PARAM_ALGO_GPU_LL_BLOCKS);
-  if (nb < 1 || nb > 128)
-    return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_BLOCKS=%lld: need 1..128", (long long)nb);
+  if (nb < 1 || nb > 256)
+    return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_BLOCKS=%lld: need 1..256", (long long)nb);
   if (llb < 1 || llb > 1024)
     return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_LL_BLOCKS=%lld: need 1..1024", (long long)llb);
   if (ll < 256 || bulk < 16 * nb)
