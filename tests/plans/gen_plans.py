@@ -20,8 +20,8 @@ class Gpu:
         self.count = {}
         self.rbufs = {}
 
-    def chan(self, ctype, peer):
-        key = (ctype, peer)
+    def chan(self, ctype, peer, k=0):
+        key = (ctype, peer, k)  # k: the k-th channel of this type to peer (one per block in perf plans)
         if key not in self.chan_index:
             self.chan_index[key] = self.count.get(ctype, 0)
             self.count[ctype] = self.count.get(ctype, 0) + 1
@@ -62,8 +62,8 @@ class TB:
         self.local = {}  # ctype -> list of gpu channel ids
         self.rrefs = {}  # ctype -> list of gpu remote buffer ids
 
-    def ch(self, ctype, peer):
-        gid = self.g.chan(ctype, peer)
+    def ch(self, ctype, peer, k=0):
+        gid = self.g.chan(ctype, peer, k)
         lst = self.local.setdefault(ctype, [])
         if gid not in lst:
             lst.append(gid)
@@ -227,6 +227,45 @@ def allreduce_rre_inplace(n):
         t.op("wait", channel_type="memory", channel_ids=allc)
         gs.append(g)
     return plan("allreduce_rre_inplace_n%d" % n, "allreduce", gs, inplace=True)
+
+
+def allreduce_ll_perf(n, nb):
+    """The built-in one-shot LL allreduce as a plan: nb blocks, block b sends input chunk b as packets
+    to every peer's scratch and reduces it with the packets that arrive (repkt)."""
+    gs = []
+    for r in range(n):
+        g = Gpu(r, nb, nb, n * nb)
+        for b in range(nb):
+            t = g.tb()
+            for p in peers(n, r):
+                t.op("ppkt", channel_type="memory", channel_ids=[t.ch("memory", p)], src_buff=[loc("i", b)],
+                     dst_buff=[t.rb("memory", p, "s", r * nb + b)])
+            t.op("repkt", reduce_op="sum", src_buff=[loc("i", b)] + [loc("s", p * nb + b) for p in peers(n, r)],
+                 dst_buff=[loc("o", b)])
+        gs.append(g)
+    return plan("allreduce_ll_perf%d_n%d" % (nb, n), "allreduce", gs, protocol="LL")
+
+
+def allreduce_rres_perf(n, nb):
+    """Zero-copy allreduce for large messages with nb blocks, each on its own channel to every peer:
+    a round (the peers' inputs are ready and their outputs free), rres of chunk r * nb + b (read the
+    peers' chunk, reduce, write it to every output), a closing round."""
+    gs = []
+    for r in range(n):
+        g = Gpu(r, n * nb, n * nb, 0)
+        for b in range(nb):
+            t = g.tb()
+            allc = [t.ch("memory", p, b) for p in peers(n, r)]
+            c = r * nb + b
+            t.op("signal", channel_type="memory", channel_ids=allc)
+            t.op("wait", channel_type="memory", channel_ids=allc)
+            t.op("rres", channel_type="memory", channel_ids=allc, reduce_op="sum",
+                 src_buff=[loc("i", c)] + [t.rb("memory", p, "i", c) for p in peers(n, r)],
+                 dst_buff=[loc("o", c)] + [t.rb("memory", p, "o", c) for p in peers(n, r)])
+            t.op("signal", channel_type="memory", channel_ids=allc)
+            t.op("wait", channel_type="memory", channel_ids=allc)
+        gs.append(g)
+    return plan("allreduce_rres_perf%d_n%d" % (nb, n), "allreduce", gs)
 
 
 def allreduce_switch(n, split):
@@ -438,6 +477,10 @@ GOOD = [  # (plan, ranks, sizes)
     (allreduce_switch(4, False), 4, "4096,1000"),
     (allreduce_switch(4, True), 4, "4096,1000"),
     (allreduce_max_port(4), 4, "4096,1000"),
+    (allreduce_ll_perf(2, 4), 2, "4096,1000"),
+    (allreduce_ll_perf(4, 4), 4, "4096,1000"),
+    (allreduce_rres_perf(2, 4), 2, "4096,1000"),
+    (allreduce_rres_perf(4, 2), 4, "4096,1000"),
     (allgather(4, False), 4, "4096,1000,12"),
     (allgather(4, True), 4, "4096,1000"),
     (allgather(3, False, "port"), 3, "4096,1000"),
