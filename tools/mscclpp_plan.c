@@ -2,10 +2,13 @@
  *
  *   mscclpp-plan validate FILE...             loads every plan: "FILE: OK" or the error (exit 1)
  *   mscclpp-plan run FILE... -n RANKS [--size BYTES[,BYTES...]] [--dtype float] [--cpu|--gpu]
- *                    [--iters N]              runs the plans (in turn, one communicator) on RANKS
+ *                    [--ll8] [--iters N]      runs the plans (in turn, one communicator) on RANKS
  *                                             ranks (mscclpp-run beside this program) and checks
  *                                             each result against the plan's collective; prints
- *                                             the mean time per call
+ *                                             the mean time per call. --gpu: GPU ranks (one GPU
+ *                                             per local rank; buffers from cudaMalloc, calls on a
+ *                                             stream, timed to the stream's end); --ll8: LL plans
+ *                                             with LL8 packets (GPU ranks)
  *   mscclpp-plan draw FILE [--dot]            the plan step by step, or a graphviz graph
  *
  * --size is the per-rank input in bytes (reducescatter: the per-rank output). Checked
@@ -21,9 +24,14 @@
 
 #include "algo/algo.h"
 #include "algo/verify.h"
+#include "exec/gpu/gpu.h"
 #include "plan/draw.h"
 #include "plan/plan.h"
 #include "plan/xml.h"
+
+#if MSCCLPP_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #define MAX_FILES 16
 
@@ -31,13 +39,14 @@ struct opts {
   const char* file; /* the one being run */
   const char* files[MAX_FILES];
   int nfiles;
-  int n, gpu, iters, dtype, dot;
+  int n, gpu, iters, dtype, dot, ll8;
   char sizes[512];
+  void* stream; /* GPU ranks: the calls' stream */
 };
 
 static int usage(void) {
   fprintf(stderr, "usage: mscclpp-plan validate FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T] [--cpu|--gpu] "
-                  "[--iters N] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
+                  "[--ll8] [--iters N] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
   return 2;
 }
 
@@ -80,6 +89,7 @@ static int parse_run(int argc, char** argv, struct opts* o) {
     else if (!strcmp(a, "--iters") && v) o->iters = atoi(v), i++;
     else if (!strcmp(a, "--cpu")) o->gpu = 0;
     else if (!strcmp(a, "--gpu")) o->gpu = 1;
+    else if (!strcmp(a, "--ll8")) o->ll8 = 1;
     else if (!strcmp(a, "--dtype") && v) {
       o->dtype = -1;
       for (int d = 0; d < ALGO_DTYPE_COUNT; d++)
@@ -90,6 +100,7 @@ static int parse_run(int argc, char** argv, struct opts* o) {
     else return fprintf(stderr, "unknown argument %s\n", a), -1;
   }
   if (!o->nfiles || o->iters < 1) return -1;
+  if (o->ll8 && !o->gpu) return fprintf(stderr, "--ll8 is for GPU ranks (--gpu)\n"), -1;
   o->file = o->files[0];
   return 0;
 }
@@ -110,6 +121,7 @@ static int first_redop(const struct mscclppPlan* p) {
 /* One rank's buffers for a call of S bytes (per-rank input; reducescatter: per-rank output). */
 struct bufs {
   char *send, *recv, *mem;
+  char* dmem; /* GPU ranks: the device copy of mem (same layout), where the plan runs */
   uint64_t sb, rb;
 };
 
@@ -165,6 +177,57 @@ static double now_s(void) {
     }                                                                                    \
   } while (0)
 
+/* GPU ranks: the device copy of the buffers (CPU ranks: nothing to do). */
+static int dev_alloc(const struct opts* o, struct bufs* b) {
+  if (!o->gpu) return 0;
+#if MSCCLPP_HAVE_CUDA
+  cudaError_t e = cudaMalloc((void**)&b->dmem, b->sb + b->rb + 64);
+  if (e == cudaSuccess) return 0;
+  return fprintf(stderr, "cudaMalloc of %llu bytes: %s\n", (unsigned long long)(b->sb + b->rb + 64), cudaGetErrorString(e)), 1;
+#else
+  (void)b;
+  return fprintf(stderr, "--gpu: this build has no CUDA\n"), 1;
+#endif
+}
+
+static void dev_free(struct bufs* b) {
+#if MSCCLPP_HAVE_CUDA
+  if (b->dmem) cudaFree(b->dmem);
+#endif
+  b->dmem = NULL;
+}
+
+/* Copies host -> device (to_dev) or the output device -> host, on GPU ranks. */
+static int dev_copy(const struct bufs* b, int to_dev) {
+  if (!b->dmem) return 0;
+#if MSCCLPP_HAVE_CUDA
+  uint64_t ro = (uint64_t)(b->recv - b->mem);
+  cudaError_t e = to_dev ? cudaMemcpy(b->dmem, b->mem, b->sb + b->rb + 64, cudaMemcpyHostToDevice)
+                         : cudaMemcpy(b->mem + ro, b->dmem + ro, b->rb, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return fprintf(stderr, "cudaMemcpy: %s\n", cudaGetErrorString(e)), 1;
+#else
+  (void)to_dev;
+#endif
+  return 0;
+}
+
+/* One call, complete when it returns: CPU ranks run it; GPU ranks enqueue it on the stream
+ * (LL16, or LL8 through the executor's internal entry) and wait for the stream. */
+static mscclppResult_t call(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o, const struct bufs* b) {
+  if (!b->dmem) return mscclppExecutePlan(comm, plan, b->send, b->recv, b->sb, b->rb, (mscclppDataType_t)o->dtype, NULL);
+  char *send = b->dmem + (b->send - b->mem), *recv = b->dmem + (b->recv - b->mem);
+  mscclppResult_t r = o->ll8 ? exec_gpu_run(comm, plan, send, recv, b->sb, b->rb, o->dtype, o->stream, EXEC_GPU_LL8)
+                             : mscclppExecutePlan(comm, plan, send, recv, b->sb, b->rb, (mscclppDataType_t)o->dtype, o->stream);
+#if MSCCLPP_HAVE_CUDA
+  cudaError_t e = r == mscclppSuccess ? cudaStreamSynchronize((cudaStream_t)o->stream) : cudaSuccess;
+  if (e != cudaSuccess) {
+    fprintf(stderr, "the stream failed: %s\n", cudaGetErrorString(e));
+    return mscclppUnhandledCudaError;
+  }
+#endif
+  return r == mscclppSuccess ? exec_gpu_check(comm) : r;
+}
+
 /* One size: iters calls, each with fresh inputs, each checked. */
 static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o, int rank, int n, uint64_t S,
                     uint64_t* seed, double* secs) {
@@ -177,28 +240,55 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
     return fprintf(stderr, "size %llu does not split into %s elements per rank\n", (unsigned long long)S,
                    algo_dtype_name(o->dtype)), 1;
   if (make_bufs(coll, n, rank, S, plan->inplace, &b)) return fprintf(stderr, "out of memory\n"), 1;
-  int rc = 0;
+  int rc = dev_alloc(o, &b);
   *secs = 0;
   for (int it = 0; it < o->iters && !rc; it++) {
     spec.seed = (*seed)++;
     verify_fill(&spec, rank, 0, b.sb / es, b.send);
+    if (dev_copy(&b, 1)) {
+      rc = 1;
+      break;
+    }
     if (mscclppBootstrapBarrier(comm) != mscclppSuccess) {
       rc = fprintf(stderr, "rank %d: barrier: %s\n", rank, mscclppGetLastError()) > 0;
       break;
     }
     double t0 = now_s();
-    if (mscclppExecutePlan(comm, plan, b.send, b.recv, b.sb, b.rb, (mscclppDataType_t)o->dtype, NULL) != mscclppSuccess) {
+    if (call(comm, plan, o, &b) != mscclppSuccess) {
       rc = fprintf(stderr, "rank %d: execute: %s\n", rank, mscclppGetLastError()) > 0;
       break;
     }
     *secs += now_s() - t0;
+    /* GPU ranks: peers may read our buffers until they are done too */
+    if (dev_copy(&b, 0) || (b.dmem && mscclppBootstrapBarrier(comm) != mscclppSuccess)) {
+      rc = fprintf(stderr, "rank %d: after the call: %s\n", rank, mscclppGetLastError()) > 0;
+      break;
+    }
     size_t bad = check(coll, &spec, rank, S, es, &b);
     if (bad) rc = fprintf(stderr, "rank %d: %s size %llu iteration %d: %zu wrong elements\n", rank, o->file,
                           (unsigned long long)S, it, bad) > 0;
   }
+  dev_free(&b);
   free(b.mem);
   *secs /= o->iters;
   return rc;
+}
+
+/* GPU ranks: the local rank's GPU (one per local rank) and a stream for the calls. */
+static int gpu_setup(struct opts* o, mscclppConfig_t* cfg) {
+#if MSCCLPP_HAVE_CUDA
+  const char* v = getenv("MSCCLPP_LOCAL_RANK");
+  int local = v ? atoi(v) : 0, ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) return fprintf(stderr, "--gpu: no usable GPU\n"), 1;
+  cfg->cudaDevice = local % ndev;
+  cudaError_t e = cudaSetDevice(cfg->cudaDevice);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags((cudaStream_t*)&o->stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return fprintf(stderr, "--gpu: GPU %d: %s\n", cfg->cudaDevice, cudaGetErrorString(e)), 1;
+  return 0;
+#else
+  (void)o, (void)cfg;
+  return fprintf(stderr, "--gpu: this build has no CUDA\n"), 1;
+#endif
 }
 
 /* Every size, every plan in turn on one communicator (plans share its cached state). */
@@ -208,6 +298,7 @@ static int worker(struct opts* o) {
   mscclppComm_t comm;
   mscclppPlan_t plans[MAX_FILES] = {0};
   int rank = -1, n = 0, rc = 0;
+  if (o->gpu && gpu_setup(o, &cfg)) return 1;
   TRY(mscclppCommInitFromEnv(&comm, &cfg), "communicator");
   mscclppCommRank(comm, &rank), mscclppCommSize(comm, &n);
   for (int i = 0; i < o->nfiles && !rc; i++)

@@ -1,17 +1,18 @@
-/* api.c - mscclppExecutePlan: argument checks, then the interpreter for this rank's kind (the
- * one place GPU ranks are turned away until the GPU executor exists). */
+/* api.c - mscclppExecutePlan: argument checks, then the interpreter for this rank's kind: the CPU
+ * executor (exec/cpu/) runs the call before returning, the GPU executor (exec/gpu/) enqueues one
+ * kernel on the stream (LL plans use LL16 packets here; exec_gpu_run also takes LL8). */
 #include <mscclpp/executor.h>
 
 #include "plan/plan.h"
 
 #include "core/comm.h"
 #include "exec/cpu/cpu.h"
+#include "exec/gpu/gpu.h"
 #include "util/err.h"
 
 mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
                                    size_t sendBytes, size_t recvBytes, mscclppDataType_t datatype, void* stream) {
   err_clear();
-  (void)stream;
   COMM_CHECK(comm);
   MPP_CHECK_ARG(plan != NULL, "%s: plan is NULL", __func__);
   MPP_CHECK_ARG(sendBytes == 0 || sendbuff != NULL, "%s: sendbuff is NULL for %zu bytes", __func__, sendBytes);
@@ -26,6 +27,6 @@ mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const
     return MPP_ERR(mscclppInvalidUsage, "%s: %s is an in-place plan; the call's input and output do not overlap",
                    __func__, plan->file);
   if (comm->kind == mscclppRankGpu)
-    return MPP_ERR(mscclppInvalidUsage, "%s: GPU executor not built yet (rank %d is a GPU rank)", __func__, comm->rank);
+    return exec_gpu_run(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, (int)datatype, stream, EXEC_GPU_LL16);
   return exec_cpu_run(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, (int)datatype);
 }

@@ -1,0 +1,148 @@
+/* dev.h - what the GPU executor's host code and its kernel share: the kernel's parameters, the
+ * device form of a plan, the error record, and the size rules the kernel evaluates itself.
+ * Plain C (included by host C and by the kernel, nvcc C++).
+ *
+ * Buffers, as the kernel finds them: io[q * 2 + t] is rank q's input (t = 0) or output (t = 1)
+ * of this call, mapped here (this rank's own pointers for q == rank); io_reg[q * 2 + t] is the
+ * start of the registration that holds it (port puts give offsets from there); scr[q] is rank
+ * q's scratch (its whole registration), of which a call uses the half `half` (double scratch). */
+#ifndef MPP_EXEC_GPU_DEV_H_
+#define MPP_EXEC_GPU_DEV_H_
+
+#include <stdint.h>
+
+#include <mscclpp/device.h>
+#include <mscclpp/memory_channel.h>
+#include <mscclpp/port_channel.h>
+#include <mscclpp/wait.h>
+
+#include "plan/plan.h"
+
+#define XG_MAX_THREADS 1024
+#define XG_MAX_PTRS 4096 /* buffer pointers one op may need at once (shared memory, 32 KiB) */
+
+/* Port puts of an op pair with its channels one to one (dst d through channel d): the put and
+ * its signal (and flush) go as one trigger. Kept in plan_op.pad of the device copy. */
+#define XG_OP_PAIRED 0x1u
+
+/* Where a block's ops, references and channel references start in the flat device arrays. */
+struct xg_block {
+  uint32_t op0, nops, ref0, chan0;
+};
+
+/* The per-size layout (plan.h's plan_layout, the fields the kernel needs). */
+struct xg_layout {
+  uint64_t period, slot, unit_base, align_unit, chunk_max, scr_stride;
+  uint32_t chunks, extra;
+};
+
+/* Device words of a communicator's executor. launches: calls completed so far (the last block
+ * of a call advances it, so graph replays get fresh packet flags); claim: 0 until a block
+ * records a failure in the error record. */
+struct xg_words {
+  uint64_t launches;
+  uint32_t claim;
+  uint32_t pad;
+};
+
+/* Why a block stopped (xg_err.what). */
+enum xg_fail {
+  XG_FAIL_TIMEOUT = MSCCLPP_DEVICE_TIMEOUT, /* a bounded wait hit its bound (device-error record says which) */
+  XG_FAIL_ABORTED = MSCCLPP_DEVICE_ABORTED  /* another wait of this rank failed first */
+};
+
+/* The first failure of a call (host-mapped; flag = 1 once the fields are complete). */
+struct xg_err {
+  uint32_t flag;
+  int32_t block, op, code, peer, what;
+  uint64_t plan_id, launch;
+};
+
+/* The kernel's parameters (passed by value; every pointer is device-visible). */
+struct xg_params {
+  /* the plan's device image (image.c) */
+  const struct xg_block* blocks;
+  const struct plan_op* ops;        /* first_ref / first_chan are block-local */
+  const struct plan_ref* refs;
+  const struct plan_chanref* chans;
+  const int32_t* chan_slot;         /* per channel ref: memory semaphore / port channel slot */
+  const int32_t* ref_route;         /* per ref: index into port_ids for port puts, else -1 */
+  const int32_t* pch_slot;          /* plan-local port channel -> port channel slot */
+  const int32_t* sw_ranks;          /* switch channel i: members sw_ranks[sw_off[i] ..+ sw_n[i]] */
+  const int32_t* sw_off;
+  const int32_t* sw_n;
+  uint64_t* bar_count;              /* [barrier id] */
+  uint64_t* bar_round;
+  unsigned long long* sems;         /* [semaphore id], reset to sem_init by the last block */
+  const int64_t* sem_init;
+  uint32_t* done;                   /* blocks of this call that finished */
+  int32_t nblocks, nsems, nbarriers, maxptrs;
+  /* this call's buffers and channels */
+  const uint32_t* port_ids;         /* the binding's port ids (bind.c), NULL without port puts */
+  char* const* io;
+  char* const* io_reg;
+  char* const* scr;
+  const mscclppMemoryDevSemaphore* msem;
+  const mscclppPortChannel* pch;
+  struct xg_words* words;
+  struct xg_err* err;
+  mscclppWaitInfo wait;             /* barriers, semaphores and packets (peer -1) */
+  struct xg_layout layout;
+  uint64_t align;                   /* tbg slices: max(buffer_alignment, 8) */
+  uint64_t plan_id;
+  int32_t rank, dtype, esize, pkt;  /* pkt: 16 (LL16) or 8 (LL8) */
+  int32_t double_scratch, pad;
+};
+
+/* ---- the size rule of src/plan/sizes.c, for the kernel (must stay equal to it) --------------- */
+
+MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_group_off(const struct xg_layout* l, uint64_t j) {
+  if (j >= l->chunks) return l->period;
+  return j * l->unit_base + (j < l->extra ? j : l->extra) * l->align_unit;
+}
+
+/* Byte offset of chunk k of a buffer of type btype (data-equivalent for packets). */
+MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_chunk_off(const struct xg_layout* l, int btype, uint64_t k) {
+  if (btype == PLAN_BUF_SCR) return k * l->slot;
+  return k / l->chunks * l->period + xg_group_off(l, k % l->chunks);
+}
+
+/* Bytes an op with references r[0..n) moves: its first input/output reference decides; an op on
+ * scratch only moves what the data grid has at the same chunk indices. */
+MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_op_len(const struct xg_layout* l, const struct plan_ref* r, int n) {
+  if (n == 0) return 0;
+  const struct plan_ref* f = &r[0];
+  for (int i = 0; i < n; i++)
+    if (r[i].btype != PLAN_BUF_SCR) {
+      f = &r[i];
+      break;
+    }
+  return xg_chunk_off(l, PLAN_BUF_OUT, (uint64_t)f->index + f->size) - xg_chunk_off(l, PLAN_BUF_OUT, f->index);
+}
+
+/* The window [*s, *s + *n) of an op of length len: pipeline iteration it of unit u (u = 0: no
+ * pipeline), then slice tbg_id of tbg_size, aligned to align (docs/plans.md, Op semantics). */
+MSCCLPP_HOST_DEVICE_INLINE void xg_window(uint64_t len, uint64_t it, uint64_t u, uint32_t tbg_id, uint32_t tbg_size,
+                                          uint64_t align, uint64_t* s, uint64_t* n) {
+  *s = 0, *n = len;
+  if (u) {
+    *s = it * u;
+    *n = *s >= len ? 0 : (len - *s < u ? len - *s : u);
+  }
+  if (tbg_size > 1) {
+    uint64_t per = (*n + tbg_size - 1) / tbg_size;
+    per = (per + align - 1) / align * align;
+    uint64_t lo = per * tbg_id, hi = lo + per;
+    if (lo > *n) lo = *n;
+    if (hi > *n) hi = *n;
+    *s += lo, *n = hi - lo;
+  }
+}
+
+/* Iterations of a pipeline op at a layout. */
+MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_pipe_iters(const struct xg_layout* l, const struct plan_op* op) {
+  uint64_t total = (uint64_t)op->num_chunks * l->chunk_max;
+  return total ? (total + op->unit_size - 1) / op->unit_size : 1;
+}
+
+#endif /* MPP_EXEC_GPU_DEV_H_ */

@@ -1,0 +1,204 @@
+/* image.c - a plan's device image for this rank: the lowered ops, references and channel
+ * references of its blocks (plan.h) in flat device arrays, with what the kernel needs resolved on
+ * the host (route.c): each channel reference's slot, each port put's route, the switch groups;
+ * and the plan's device state (barrier words, semaphores, the finished-block count). Made on the
+ * plan's first call on the communicator (connecting the channels it needs), kept for the last
+ * XG_MAX_IMAGES plans. */
+#include "exec/gpu/image.h"
+
+#if MSCCLPP_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/gpu/launch.h"
+#include "util/err.h"
+
+/* Byte offsets of the arrays inside the image's one allocation (each 16-aligned). */
+struct layout_off {
+  size_t blocks, ops, refs, chans, slots, routes, pch, sw_ranks, sw_off, sw_n, bar_count, bar_round, sems, sem_init,
+      done, total;
+};
+
+static size_t take(size_t* at, size_t bytes) {
+  size_t o = *at;
+  *at += (bytes + 15) / 16 * 16;
+  return o;
+}
+
+static void plan_offsets(const struct xg_counts* n, int npch, struct layout_off* o) {
+  size_t at = 0;
+  o->blocks = take(&at, (size_t)n->nblocks * sizeof(struct xg_block));
+  o->ops = take(&at, n->ops * sizeof(struct plan_op));
+  o->refs = take(&at, n->refs * sizeof(struct plan_ref));
+  o->chans = take(&at, n->chans * sizeof(struct plan_chanref));
+  o->slots = take(&at, n->chans * sizeof(int32_t));
+  o->routes = take(&at, n->refs * sizeof(int32_t));
+  o->pch = take(&at, (size_t)npch * sizeof(int32_t));
+  o->sw_ranks = take(&at, n->sw_members * sizeof(int32_t));
+  o->sw_off = take(&at, (size_t)n->nswitch * sizeof(int32_t));
+  o->sw_n = take(&at, (size_t)n->nswitch * sizeof(int32_t));
+  o->bar_count = take(&at, (size_t)n->nbarriers * sizeof(uint64_t));
+  o->bar_round = take(&at, (size_t)n->nbarriers * sizeof(uint64_t));
+  o->sems = take(&at, (size_t)n->nsems * sizeof(uint64_t));
+  o->sem_init = take(&at, (size_t)n->nsems * sizeof(int64_t));
+  o->done = take(&at, sizeof(uint32_t));
+  o->total = at;
+}
+
+/* Copies the plan's arrays into the host staging area h (laid out as o). */
+static void stage_plan(const struct plan_rank* pr, const struct xg_routes* rt, const struct layout_off* o, char* h) {
+  struct xg_block* blocks = (struct xg_block*)(h + o->blocks);
+  uint32_t op = 0, ref = 0, ch = 0;
+  for (int b = 0; b < pr->nblocks; b++) {
+    const struct plan_block* bl = &pr->blocks[b];
+    blocks[b] = (struct xg_block){.op0 = op, .nops = bl->nops, .ref0 = ref, .chan0 = ch};
+    if (bl->nops) memcpy(h + o->ops + op * sizeof(struct plan_op), bl->ops, bl->nops * sizeof(struct plan_op));
+    if (bl->nrefs) memcpy(h + o->refs + ref * sizeof(struct plan_ref), bl->refs, bl->nrefs * sizeof(struct plan_ref));
+    if (bl->nchans)
+      memcpy(h + o->chans + ch * sizeof(struct plan_chanref), bl->chans, bl->nchans * sizeof(struct plan_chanref));
+    op += bl->nops, ref += bl->nrefs, ch += bl->nchans;
+  }
+  struct plan_op* ops = (struct plan_op*)(h + o->ops);
+  for (uint32_t i = 0; i < op; i++) ops[i].pad = rt->op_flags[i];
+  memcpy(h + o->slots, rt->slot, ch * sizeof(int32_t));
+  memcpy(h + o->routes, rt->route, ref * sizeof(int32_t));
+  memcpy(h + o->pch, rt->pch_slot, (size_t)rt->npch * sizeof(int32_t));
+  int32_t *ranks = (int32_t*)(h + o->sw_ranks), *off = (int32_t*)(h + o->sw_off), *cnt = (int32_t*)(h + o->sw_n);
+  int32_t at = 0;
+  for (int i = 0; i < pr->nswitch; i++) {
+    off[i] = at, cnt[i] = pr->sw[i].nranks;
+    for (int g = 0; g < pr->sw[i].nranks; g++) ranks[at++] = pr->sw[i].ranks[g];
+  }
+  if (pr->nsems > 0) { /* the first call starts from init_value; the last block resets them after each */
+    memcpy(h + o->sems, pr->sem_init, (size_t)pr->nsems * sizeof(int64_t));
+    memcpy(h + o->sem_init, pr->sem_init, (size_t)pr->nsems * sizeof(int64_t));
+  }
+}
+
+/* The kernel's parameters that come from the image, pointing into its allocation at d. */
+static void image_params(struct xg_image* img, const struct mscclppPlan* plan, const struct plan_rank* pr,
+                         const struct layout_off* o, char* d) {
+  struct xg_params* p = &img->p;
+  memset(p, 0, sizeof(*p));
+  p->blocks = (const struct xg_block*)(d + o->blocks);
+  p->ops = (const struct plan_op*)(d + o->ops);
+  p->refs = (const struct plan_ref*)(d + o->refs);
+  p->chans = (const struct plan_chanref*)(d + o->chans);
+  p->chan_slot = (const int32_t*)(d + o->slots);
+  p->ref_route = (const int32_t*)(d + o->routes);
+  p->pch_slot = (const int32_t*)(d + o->pch);
+  p->sw_ranks = (const int32_t*)(d + o->sw_ranks);
+  p->sw_off = (const int32_t*)(d + o->sw_off);
+  p->sw_n = (const int32_t*)(d + o->sw_n);
+  p->bar_count = (uint64_t*)(d + o->bar_count);
+  p->bar_round = (uint64_t*)(d + o->bar_round);
+  p->sems = (unsigned long long*)(d + o->sems);
+  p->sem_init = (const int64_t*)(d + o->sem_init);
+  p->done = (uint32_t*)(d + o->done);
+  p->nblocks = pr->nblocks, p->nsems = pr->nsems, p->nbarriers = pr->nbarriers, p->maxptrs = img->maxptrs;
+  p->align = plan->align < 8 ? 8 : plan->align;
+  p->plan_id = plan->id;
+  p->double_scratch = plan->double_scratch;
+}
+
+/* Every block of the plan must be resident at once (blocks wait for each other). */
+static mscclppResult_t check_fits(const struct xg_image* img, const struct mscclppPlan* plan, int rank, int dev) {
+  int per_sm = 0, sms = 0;
+  cudaError_t e = (cudaError_t)xg_occupancy(img->threads, img->smem, &per_sm);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess)
+    return MPP_ERR(mscclppInternalError, "GPU executor: occupancy of the kernel: %s", cudaGetErrorString(e));
+  if ((long)per_sm * sms < (long)img->nblocks)
+    return MPP_ERR(mscclppInvalidUsage, "%s: gpu %d has %d threadblocks of %d threads; this GPU runs at most %d such "
+                   "blocks at once (%d SMs x %d), and every block of a plan must run at the same time",
+                   plan->file, rank, img->nblocks, img->threads, per_sm * sms, sms, per_sm);
+  return mscclppSuccess;
+}
+
+static mscclppResult_t build_mem(struct xg_image* img, const struct mscclppPlan* plan, const struct plan_rank* pr,
+                                 const struct xg_counts* n, const struct xg_routes* rt) {
+  struct layout_off o;
+  plan_offsets(n, rt->npch, &o);
+  char* h = calloc(1, o.total);
+  if (!h) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory for %s", plan->file);
+  stage_plan(pr, rt, &o, h);
+  mscclppResult_t res = xg_dev_alloc(&img->mem, o.total, "a plan");
+  if (res == mscclppSuccess) res = xg_upload(img->mem, h, o.total);
+  free(h);
+  if (res == mscclppSuccess) image_params(img, plan, pr, &o, img->mem);
+  return res;
+}
+
+static void image_free(struct xg_image* img) {
+  if (!img) return;
+  xg_bind_free(img);
+  if (img->mem) cudaFree(img->mem);
+  free(img->file), free(img->pch_slot), free(img->pch_need), free(img);
+}
+
+/* The threads per block, and the plan's fit to this communicator. */
+static mscclppResult_t check_plan(const struct xg_state* st, const struct mscclppPlan* plan) {
+  if (plan->nranks != st->nranks)
+    return MPP_ERR(mscclppInvalidUsage, "%s: a plan for %d ranks on a communicator of %d", plan->file, plan->nranks,
+                   st->nranks);
+  if (plan->threads_per_block < 1 || plan->threads_per_block > XG_MAX_THREADS)
+    return MPP_ERR(mscclppInvalidUsage, "%s: num_threads_per_block %u; GPU blocks take 1 to %d threads", plan->file,
+                   plan->threads_per_block, XG_MAX_THREADS);
+  return mscclppSuccess;
+}
+
+static mscclppResult_t build(struct xg_state* st, const struct mscclppPlan* plan, struct xg_image* img) {
+  const struct plan_rank* pr = &plan->ranks[st->rank];
+  MPP_CHECK(check_plan(st, plan));
+  mscclppResult_t res = xg_chans_ensure(st, pr);
+  if (res != mscclppSuccess) return xg_break(st, res); /* the pairs may be out of step now */
+  struct xg_counts n;
+  struct xg_routes rt;
+  MPP_CHECK(xg_count(plan, st->rank, &n));
+  img->nblocks = pr->nblocks, img->threads = (int)plan->threads_per_block, img->maxptrs = (int)n.maxptrs;
+  img->smem = (size_t)n.maxptrs * sizeof(char*);
+  MPP_CHECK(check_fits(img, plan, st->rank, st->dev));
+  MPP_CHECK(xg_routes_make(st, plan, &n, &rt));
+  res = build_mem(img, plan, pr, &n, &rt);
+  img->npch = rt.npch, img->pch_slot = rt.pch_slot, img->pch_need = rt.pch_need;
+  free(rt.slot), free(rt.route), free(rt.op_flags);
+  return res;
+}
+
+mscclppResult_t xg_image_get(struct xg_state* st, const struct mscclppPlan* plan, void* stream, struct xg_image** out) {
+  for (int i = 0; i < st->nimages; i++)
+    if (st->images[i]->plan_id == plan->id) {
+      *out = st->images[i];
+      return mscclppSuccess;
+    }
+  MPP_CHECK(xg_no_capture(st, stream, "preparing a plan's first call"));
+  struct xg_image* img = calloc(1, sizeof(*img));
+  if (img) img->file = strdup(plan->file);
+  if (!img || !img->file) {
+    image_free(img);
+    return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory");
+  }
+  img->plan_id = plan->id;
+  mscclppResult_t res = build(st, plan, img);
+  if (res != mscclppSuccess) {
+    image_free(img);
+    return res;
+  }
+  int at = st->nimages < XG_MAX_IMAGES ? st->nimages++ : st->next_image;
+  if (st->images[at]) { /* the oldest goes: no kernel of ours may still read it */
+    cudaDeviceSynchronize();
+    image_free(st->images[at]);
+  }
+  st->images[at] = img;
+  st->next_image = (at + 1) % XG_MAX_IMAGES;
+  *out = img;
+  return mscclppSuccess;
+}
+
+void xg_images_fini(struct xg_state* st) {
+  for (int i = 0; i < st->nimages; i++) image_free(st->images[i]);
+  st->nimages = 0;
+}
+
+#endif /* MSCCLPP_HAVE_CUDA */

@@ -1,0 +1,98 @@
+/* k_pkt.cuh - the executor kernel's packet ops (LL16 or LL8, flag = this call's number) and the
+ * switch-channel ops, emulated over peer memory: every member's buffer is mapped here, a reduce
+ * loads from all of them and a store writes to all of them (no multicast object is ever made).
+ * Packets carry their own flag: no signal is needed, a reader spins (bounded) per packet. */
+#ifndef MPP_EXEC_GPU_K_PKT_CUH_
+#define MPP_EXEC_GPU_K_PKT_CUH_
+
+#include "exec/gpu/k_data.cuh"
+
+/* cpkt / ppkt: the source as packets to every destination. */
+__device__ void xk_put_pkts(const xk& k, const char* src, char* const* dsts, int ndst, uint64_t n) {
+  uint32_t U = xk_unit(k);
+  uint64_t units = (n + U - 1) / U;
+  for (uint64_t u = xk_tid(); u < units; u += xk_nt()) {
+    uint32_t len = n - u * U < U ? (uint32_t)(n - u * U) : U;
+    uint64_t v = mscclppLoadBytes(src + u * U, len);
+    for (int d = 0; d < ndst; d++) xk_pk_write(k, dsts[d], u, U, v, len);
+  }
+}
+
+/* upkt (ndst == 0, data to dst) and rppkt (packets forwarded, re-flagged, to every pdst). */
+__device__ void xk_get_pkts(const xk& k, const char* pkts, char* dst, char* const* pdsts, int ndst, uint64_t n) {
+  uint32_t U = xk_unit(k);
+  uint64_t units = (n + U - 1) / U;
+  for (uint64_t u = xk_tid(); u < units; u += xk_nt()) {
+    uint32_t len = n - u * U < U ? (uint32_t)(n - u * U) : U;
+    uint64_t v = 0;
+    int rc = xk_pk_read(k, pkts, u, U, len, &v);
+    if (rc != MSCCLPP_DEVICE_OK) {
+      xk_fail(k, rc, -1);
+      return;
+    }
+    if (dst) mscclppStoreBytes(dst + u * U, v, len);
+    for (int d = 0; d < ndst; d++) xk_pk_write(k, pdsts[d], u, U, v, len);
+  }
+}
+
+/* The packet ops (every code not handled elsewhere). */
+__device__ void xk_pkt(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+  char* const* p = k.ptrs;
+  switch (op.code) {
+    case PLAN_OP_CPKT:
+    case PLAN_OP_PPKT:
+      xk_ptrs(k, op, s, 0, 3);
+      xk_put_pkts(k, p[0], p + 1, op.ndst, n);
+      return;
+    case PLAN_OP_UPKT:
+      xk_ptrs(k, op, s, 1, 0);
+      xk_get_pkts(k, p[0], p[1], NULL, 0, n);
+      return;
+    case PLAN_OP_RPPKT:
+      xk_ptrs(k, op, s, 1, 3);
+      xk_get_pkts(k, p[0], NULL, p + 1, op.ndst, n);
+      return;
+    default: { /* repkt, respkt, recpkt, recspkt */
+      xk_ptrs(k, op, s, 2, 2);
+      uint32_t U = k.P->pkt == 8 && k.P->esize < 8 ? 4u : 8u;
+      xr_reduce_pkts(k, op.redop, p[0], p + 1, op.nsrc - 1, p[op.nsrc], p + op.nsrc + 1, op.ndst - 1, n, U);
+      return;
+    }
+  }
+}
+
+/* Pointers of a switch op: each switch reference expands to its group's members (in group
+ * order), a local reference is one pointer. *ns / *nd: how many are sources / destinations.
+ * Thread 0 fills them; ends with a __syncthreads. */
+__device__ void xk_sw_ptrs(const xk& k, const plan_op& op, uint64_t s, int pkt_dst, int* ns, int* nd) {
+  int c = 0;
+  for (int i = 0; i < op.nsrc + op.ndst; i++) {
+    const plan_ref& r = k.refs[op.first_ref + i];
+    int pkt = i >= op.nsrc && pkt_dst;
+    int m = r.kind == PLAN_REF_SWITCH ? xk_sw_size(k, r) : 1;
+    for (int g = 0; g < m && xk_tid() == 0; g++)
+      k.ptrs[c + g] = r.kind == PLAN_REF_SWITCH ? xk_sw_ptr(k, r, g, s, pkt) : xk_ptr(k, r, s, pkt);
+    c += m;
+    if (i == op.nsrc - 1) *ns = c;
+  }
+  *nd = c - *ns;
+  __syncthreads();
+}
+
+/* glre / glres / gstore / gstorepkt. */
+__device__ void xk_switch(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+  int ns = 0, nd = 0;
+  xk_sw_ptrs(k, op, s, op.code == PLAN_OP_GSTOREPKT, &ns, &nd);
+  char* const* p = k.ptrs;
+  if (op.code == PLAN_OP_GSTOREPKT) {
+    xk_put_pkts(k, p[0], p + ns, nd, n);
+    return;
+  }
+  if (op.code == PLAN_OP_GSTORE) {
+    for (int d = 0; d < nd; d++) xk_copy(p[ns + d], p[0], n);
+    return;
+  }
+  xr_reduce_rows(k.P->dtype, op.redop, p, ns, p + ns, nd, n, xk_al16(p, ns + nd, n));
+}
+
+#endif /* MPP_EXEC_GPU_K_PKT_CUH_ */

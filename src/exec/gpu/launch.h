@@ -1,0 +1,23 @@
+/* launch.h - the executor kernel as host C sees it (kernel.cu). Both return a cudaError_t value. */
+#ifndef MPP_EXEC_GPU_LAUNCH_H_
+#define MPP_EXEC_GPU_LAUNCH_H_
+
+#include <stddef.h>
+
+#include "exec/gpu/dev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Launches the kernel on stream: grid blocks (one per threadblock of the plan's rank, at least
+ * one) of `threads` threads with smem bytes of dynamic shared memory (the pointer array). */
+int xg_launch(const struct xg_params* p, int grid, int threads, size_t smem, void* stream);
+/* How many blocks of that shape one SM of the current device runs at once. */
+int xg_occupancy(int threads, size_t smem, int* per_sm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPP_EXEC_GPU_LAUNCH_H_ */
