@@ -8,7 +8,19 @@ build=${1:-build}
 dest=${2:-.gpu/build}
 rm -rf "$dest"
 mkdir -p "$dest"
-cp -a "$build/bin" "$dest/"
+# Only what a GPU run uses: the GPU tests' programs (from ctest), the tools and the examples (every
+# test binary links the whole static library with its kernels: all of them exceed what a device
+# call carries).
+mkdir -p "$dest/bin"
+gpu_progs=$(cd "$build" && ctest -L gpu --show-only=json-v1 | python3 -c '
+import json, os, sys
+for t in json.load(sys.stdin)["tests"]:
+    for a in t.get("command", []):
+        if os.path.isfile(a) and os.access(a, os.X_OK): print(os.path.basename(a))' | sort -u)
+for f in $gpu_progs "$build"/bin/mscclpp-* "$build"/bin/example_*; do
+  f=$(basename "$f")
+  [ -e "$build/bin/$f" ] && cp -a "$build/bin/$f" "$dest/bin/"
+done
 mkdir -p "$dest/lib" && cp -a "$build"/lib/*.so* "$dest/lib/" 2>/dev/null || true
 cp "$build/CMakeCache.txt" "$dest/"
 (cd "$build" && find . -name CTestTestfile.cmake) | while read -r f; do
