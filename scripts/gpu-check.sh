@@ -78,7 +78,8 @@ perf() { # perf NAME COLL SIZES ARGS...
     $NF == "ratio"   { printf "%-14s %11s %10s %10s %8s %9s %9s %6s\n", c, $1, ours[$1], nccl[$1], $3, bw[$1], nbw[$1], wr[$1] }
   ' "$out/perf-$name.txt")")
 }
-if [ "$ngpus" -ge 2 ]; then
+# GPU_CHECK_PERF=0 skips the comparison (a tests-only run).
+if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PERF:-1}" != 0 ]; then
   for coll in allreduce allgather reducescatter alltoall; do
     perf "$coll-small" "$coll" 8,1K,64K,1M,16M -n 20 -w 5 -G 20 -c 1
     perf "$coll-large" "$coll" 256M,1G -n 10 -w 2 -G 3 -c 0
