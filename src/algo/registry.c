@@ -21,6 +21,7 @@ static const struct algo_desc registry[] = {
     GPU_ROW(gpu_allreduce_bulk, ALGO_COLL_ALLREDUCE),
     GPU_ROW(gpu_allreduce_ll1, ALGO_COLL_ALLREDUCE),
     GPU_ROW(gpu_allreduce_ll2, ALGO_COLL_ALLREDUCE),
+    GPU_ROW(gpu_allreduce_bulk1, ALGO_COLL_ALLREDUCE),
     GPU_ROW(gpu_allgather_bulk, ALGO_COLL_ALLGATHER),
     GPU_ROW(gpu_allgather_ll, ALGO_COLL_ALLGATHER),
     GPU_ROW(gpu_reducescatter_bulk, ALGO_COLL_REDUCESCATTER),

@@ -4,6 +4,7 @@
  * one check so that back-to-back launches (LL flag reuse, bulk inbox reuse) are exercised too.
  *
  *   coll_gpu VARIANT     ll: the LL algorithms (one-shot allreduce)   ll2: two-shot LL allreduce
+ *                        bulk1: one-shot bulk allreduce (small bulk inbox)
  *                        bulk: the bulk algorithms with a small bulk inbox (many pipeline steps)
  *                        table: the tuning table's choice, sizes across the crossovers
  * Exits 77 without CUDA or with fewer GPUs than local ranks. */
@@ -207,26 +208,31 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_ll1,gpu_allgather_ll,gpu_reducescatter_ll,gpu_broadcast_ll,gpu_reduce_ll,gpu_alltoall_ll", 1);
   else if (strcmp(variant, "ll2") == 0)
     setenv("MSCCLPP_ALGO", "gpu_allreduce_ll2", 1);
+  else if (strcmp(variant, "bulk1") == 0) {
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_bulk1", 1);
+    setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1); /* many steps at small sizes */
+  }
   else if (strcmp(variant, "bulk") == 0) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_bulk,gpu_allgather_bulk,gpu_reducescatter_bulk,gpu_broadcast_bulk,gpu_reduce_bulk,gpu_alltoall_bulk", 1);
     setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1); /* 512 B per block: many steps at small sizes */
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk, table)", variant);
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table)", variant);
   }
   init();
   static const size_t small[] = {1, 7, 1001, 12345};
   static const size_t big[] = {1, 333, 70001, 300007};
-  const size_t* counts = strcmp(variant, "table") == 0 || strcmp(variant, "bulk") == 0 ? big : small;
+  const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 ? big : small;
   int ndt = env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
   for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
-    if (strcmp(variant, "ll2") == 0 && coll != ALGO_COLL_ALLREDUCE) continue;
+    int allreduce_only = strcmp(variant, "ll2") == 0 || strcmp(variant, "bulk1") == 0;
+    if (allreduce_only && coll != ALGO_COLL_ALLREDUCE) continue;
     for (int di = 0; di < ndt; di++)
       for (int op = 0; op < (is_red(coll) ? ALGO_OP_COUNT : 1); op++)
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
   }
-  if (strcmp(variant, "ll2") != 0) {
+  if (strcmp(variant, "ll2") != 0 && strcmp(variant, "bulk1") != 0) {
     for (int k = 0; k < 4; k++) run_sendrecv(counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: sendrecv passed\n", variant);
   }

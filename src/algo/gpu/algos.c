@@ -5,6 +5,8 @@
  *   allreduce_ll1   one-shot: every rank sends its whole input to every peer and reduces all n
  *   allreduce_ll2   two-shot: reduce-scatter of n slices, then allgather of the reduced slices (LL)
  *   allreduce_bulk  the same two phases with the bulk kernel
+ *   allreduce_bulk1 one-shot with the bulk kernel: one launch and one set of rounds; on 2 ranks it
+ *                   moves as many bytes as the two phases (on more, n - 1 times the message)
  *   allgather, reducescatter, alltoall, broadcast, reduce: _ll and _bulk, one plan each
  * An LL algorithm whose per-peer part exceeds the LL inbox (MSCCLPP_ALGO_GPU_LL_SLOT / 2 - 16
  * bytes) runs its bulk sibling instead (logged at debug level). Reductions combine in rank order,
@@ -137,6 +139,7 @@ static mscclppResult_t run(struct algo_comm* ac, const struct algo_args* a, int 
 mscclppResult_t gpu_allreduce_ll1(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 1, 0); }
 mscclppResult_t gpu_allreduce_ll2(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 1, 1); }
 mscclppResult_t gpu_allreduce_bulk(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 0, 1); }
+mscclppResult_t gpu_allreduce_bulk1(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 0, 0); }
 mscclppResult_t gpu_allgather_ll(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 1, 0); }
 mscclppResult_t gpu_allgather_bulk(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 0, 0); }
 mscclppResult_t gpu_reducescatter_ll(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 1, 0); }

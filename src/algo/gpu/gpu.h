@@ -99,6 +99,7 @@ static inline uint64_t gpu_ll_max(const struct gpu_dev* d) { return d->ll_slot /
 mscclppResult_t gpu_allreduce_ll1(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_allreduce_ll2(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_allreduce_bulk(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_allreduce_bulk1(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_allgather_ll(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_allgather_bulk(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_reducescatter_ll(struct algo_comm* ac, const struct algo_args* a);
