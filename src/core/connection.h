@@ -26,7 +26,8 @@ enum boot_tag_purpose {
   BOOT_TAG_CHAN = 4,    /* device semaphore token exchange (channel/tokens.c) */
   BOOT_TAG_SWITCH = 5,  /* switch channel buffer exchange, tag = group hash (channel/switch_channel.c) */
   BOOT_TAG_DEVCONN = 6, /* seed API buffer exchange (proxy/devconn.c) */
-  BOOT_TAG_ALGO = 7,    /* collectives' scratch exchange (algo/cpu/net.c) */
+  BOOT_TAG_ALGO = 7,    /* collectives' scratch exchange (algo/cpu/net.c, algo/gpu/setup.c) */
+  BOOT_TAG_EXEC = 8,    /* GPU plan executor's channel, scratch and buffer exchanges (exec/gpu/state.c) */
 };
 
 /* The bootstrap tag of an internal message of purpose about the connection tagged tag. */

@@ -32,7 +32,6 @@
 #define XG_MAX_IMAGES 64  /* plans whose device image a communicator keeps */
 #define XG_MAX_CTX 4096   /* buffer contexts a communicator keeps */
 #define XG_SIZE_CACHE 8   /* (sizes, element size) pairs an image remembers as checked */
-#define XG_BOOT_PURPOSE 8 /* bootstrap tag purpose of the executor (core/connection.h's scheme) */
 #define XG_TAG_SCRATCH 1
 #define XG_TAG_CTX 2
 
