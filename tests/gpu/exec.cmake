@@ -6,7 +6,7 @@
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   set(_exec_corpus ${CMAKE_CURRENT_BINARY_DIR}/plans/good.tsv)
-  set(_exec_xml ring_allreduce ring_allreduce_ll allpairs_allreduce_ll ring_allgather)
+  set(_exec_xml ring_allreduce ring_allreduce_ll allpairs_allreduce_ll ring_allgather ring_allreduce_n2)
   list(TRANSFORM _exec_xml PREPEND ${PROJECT_SOURCE_DIR}/tests/xml/)
   list(TRANSFORM _exec_xml APPEND .xml)
   foreach(n 2 3 4 8)

@@ -15,6 +15,9 @@ if("${_xml_lib_srcs}" MATCHES "exec/cpu/")
                 ARGS ${PROJECT_SOURCE_DIR}/tests/xml/${_xml_sample}.xml SOURCES ${_xml_dir}/xml_run.c)
     set_tests_properties(xml_run_${_xml_sample}_n4 PROPERTIES TIMEOUT 120)
   endforeach()
+  mpp_mp_test(xml_run NRANKS 2 TESTNAME xml_run_ring_allreduce_n2
+              ARGS ${PROJECT_SOURCE_DIR}/tests/xml/ring_allreduce_n2.xml SOURCES ${_xml_dir}/xml_run.c)
+  set_tests_properties(xml_run_ring_allreduce_n2 PROPERTIES TIMEOUT 120)
 endif()
 # The tool's convert subcommand turns a sample into a plan that the validator accepts.
 add_test(NAME xml_tool_convert
