@@ -24,6 +24,8 @@ int main(void) { TEST_SKIP("built without CUDA"); }
 #else
 #include <cuda_runtime.h>
 
+#include "gpu/gpu_rank.h"
+
 #define CUDA_OK(call)                                                                                   \
   do {                                                                                                  \
     cudaError_t e_ = (call);                                                                            \
@@ -40,24 +42,8 @@ static struct {
   long calls;
 } g = {.rank = -1};
 
-static int env_int(const char* name, int def) {
-  const char* v = getenv(name);
-  return v && *v ? atoi(v) : def;
-}
-
 static void init(void) {
-  int local = env_int("MSCCLPP_LOCAL_RANK", 0), local_size = env_int("MSCCLPP_LOCAL_WORLD_SIZE", 1), ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) TEST_SKIP("no usable GPU");
-  if (ndev < local_size) TEST_SKIP("%d GPU(s) for %d local ranks", ndev, local_size);
-  CUDA_OK(cudaSetDevice(local % ndev));
-  CUDA_OK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
-  mscclppConfig_t cfg = MSCCLPP_CONFIG_INITIALIZER;
-  cfg.rankKind = mscclppRankGpu;
-  cfg.cudaDevice = local % ndev;
-  cfg.bootstrapTimeoutMs = 60000;
-  CHECK_OK(mscclppCommInitFromEnv(&g.comm, &cfg));
-  CHECK_OK(mscclppCommRank(g.comm, &g.rank));
-  CHECK_OK(mscclppCommSize(g.comm, &g.n));
+  gpu_rank_init(&g.comm, &g.rank, &g.n, &g.stream);
   g.cap = (size_t)8 << 20;
   CUDA_OK(cudaMalloc((void**)&g.send, g.cap));
   CUDA_OK(cudaMalloc((void**)&g.recv, g.cap));
@@ -222,7 +208,7 @@ int main(int argc, char** argv) {
   static const size_t small[] = {1, 7, 1001, 12345};
   static const size_t big[] = {1, 333, 70001, 300007};
   const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 ? big : small;
-  int ndt = env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
+  int ndt = gpu_rank_env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
   for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
     int allreduce_only = strcmp(variant, "ll2") == 0 || strcmp(variant, "bulk1") == 0;
     if (allreduce_only && coll != ALGO_COLL_ALLREDUCE) continue;

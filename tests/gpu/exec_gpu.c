@@ -29,6 +29,8 @@ int main(void) { TEST_SKIP("built without CUDA"); }
 #else
 #include <cuda_runtime.h>
 
+#include "gpu/gpu_rank.h"
+
 #define CUDA_OK(call)                                                                                   \
   do {                                                                                                  \
     cudaError_t e_ = (call);                                                                            \
@@ -57,24 +59,8 @@ struct job {
   uint64_t sb, rb, soff, roff; /* input and output bytes, their offsets in g.dev */
 };
 
-static int env_int(const char* name, int def) {
-  const char* v = getenv(name);
-  return v && *v ? atoi(v) : def;
-}
-
 static void init(void) {
-  int local = env_int("MSCCLPP_LOCAL_RANK", 0), local_size = env_int("MSCCLPP_LOCAL_WORLD_SIZE", 1), ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) TEST_SKIP("no usable GPU");
-  if (ndev < local_size) TEST_SKIP("%d GPU(s) for %d local ranks", ndev, local_size);
-  CUDA_OK(cudaSetDevice(local % ndev));
-  CUDA_OK(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
-  mscclppConfig_t cfg = MSCCLPP_CONFIG_INITIALIZER;
-  cfg.rankKind = mscclppRankGpu;
-  cfg.cudaDevice = local % ndev;
-  cfg.bootstrapTimeoutMs = 60000;
-  CHECK_OK(mscclppCommInitFromEnv(&g.comm, &cfg));
-  CHECK_OK(mscclppCommRank(g.comm, &g.rank));
-  CHECK_OK(mscclppCommSize(g.comm, &g.n));
+  gpu_rank_init(&g.comm, &g.rank, &g.n, &g.stream);
   CUDA_OK(cudaMalloc((void**)&g.dev, CAP));
   g.host = malloc(CAP);
   CHECK(g.host != NULL);
