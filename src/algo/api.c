@@ -53,6 +53,7 @@ static mscclppResult_t check_bufs(const char* fn, const void* send, int need_sen
 
 static mscclppResult_t run(struct algo_comm* ac, const struct algo_args* a) {
   if (a->count == 0) return mscclppSuccess;
+  COMM_HOLD(ac->comm, algo_coll_name(a->coll)); /* mscclppCommAbort waits for the call to leave */
   return algo_in_group() ? algo_group_add_coll(ac, a) : algo_dispatch(ac, a);
 }
 

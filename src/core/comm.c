@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm_internal.h"
@@ -12,6 +13,7 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/timeutil.h"
 
 static atomic_int conn_timeout_s; /* mscclppSetBootstrapConnTimeout; 0 = use the parameter */
 
@@ -157,16 +159,52 @@ mscclppResult_t mscclppCommInitFromEnv(mscclppComm_t* comm, const mscclppConfig_
   return comm_init(comm, env.nranks, &id, env.rank, config, dev);
 }
 
+struct mscclppComm* comm_guard_enter(struct mscclppComm* comm) {
+  atomic_fetch_add(&comm->busy, 1);
+  /* Sequentially consistent with the abort's store then load: either the abort sees this call's
+   * count, or this call sees the abort's flag (or both). */
+  if (atomic_load(&comm->aborting)) {
+    atomic_fetch_sub(&comm->busy, 1);
+    return NULL;
+  }
+  return comm;
+}
+
+void comm_guard_leave(struct mscclppComm** held) {
+  if (*held != NULL) atomic_fetch_sub(&(*held)->busy, 1);
+}
+
 mscclppResult_t mscclppCommDestroy(mscclppComm_t comm) {
   err_clear();
-  COMM_CHECK(comm);
+  MPP_CHECK_ARG(comm != NULL, "%s: communicator is NULL", __func__);
   comm_free(comm, 0);
   return mscclppSuccess;
 }
 
+/* Waits (bounded by the communicator's timeout) until no public call is inside comm. */
+static int comm_drained(struct mscclppComm* comm) {
+  uint64_t deadline = time_deadline_ms(comm->timeout_ms);
+  while (atomic_load(&comm->busy) > 0) {
+    if (time_now_ns() >= deadline) return 0;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return 1;
+}
+
 mscclppResult_t mscclppCommAbort(mscclppComm_t comm) {
   err_clear();
-  COMM_CHECK(comm);
+  MPP_CHECK_ARG(comm != NULL, "%s: communicator is NULL", __func__);
+  /* New calls fail from here on; calls blocked in the bootstrap wake up now (sockets shut down),
+   * host waits notice the flag at their next liveness check (at most 20 ms). */
+  atomic_store(&comm->aborting, 1);
+  if (comm->boot) bootstrap_abort(comm->boot);
+  if (!comm_drained(comm)) {
+    int busy = atomic_load(&comm->busy);
+    return MPP_ERR(mscclppInternalError,
+                   "mscclppCommAbort: %d call(s) still inside the communicator after %d ms; its resources are "
+                   "left allocated (freeing them under a running call is unsafe)", busy, comm->timeout_ms);
+  }
   comm_free(comm, 1);
   return mscclppSuccess;
 }

@@ -46,6 +46,8 @@ struct mscclppComm {
   struct transport_state* tstate; /* owned by core/transports.c */
   pthread_mutex_t ext_lock;        /* guards making ext slots */
   struct comm_ext ext[COMM_EXT_COUNT];
+  _Atomic int busy;     /* public calls inside this communicator now (comm_guard) */
+  _Atomic int aborting; /* mscclppCommAbort has begun: new calls fail, blocking waits give up */
 };
 
 /* The state in slot, made by make (and registered with fini) on first use. Lock-free once made. */
@@ -61,7 +63,22 @@ void comm_ext_release(struct mscclppComm* comm, enum comm_ext_slot slot, int abo
 mscclppResult_t transports_init(struct mscclppComm* comm);
 void transports_fini(struct mscclppComm* comm, int abort);
 
-/* Validates a communicator handle at a public entry point. */
-#define COMM_CHECK(comm) MPP_CHECK_ARG((comm) != NULL, "%s: communicator is NULL", __func__)
+/* 1 once mscclppCommAbort has begun on comm: blocking waits check it and return Aborted. */
+static inline int comm_aborting(struct mscclppComm* comm) { return comm != NULL && comm->aborting; }
+
+/* The busy count of a public call, so that mscclppCommAbort (another thread) frees nothing while a
+ * call is inside. comm_guard_enter counts the call in and refuses it (NULL) when an abort has
+ * begun; the guard variable's cleanup counts it out on every return path. */
+struct mscclppComm* comm_guard_enter(struct mscclppComm* comm);
+void comm_guard_leave(struct mscclppComm** held);
+
+/* Validates a communicator handle at a public entry point and holds it for the rest of the
+ * function (comm_guard_*): a call on a communicator being aborted fails with Aborted. */
+#define COMM_CHECK(comm) COMM_HOLD(comm, __func__)
+/* The same with the function name given (fn: a string). */
+#define COMM_HOLD(comm, fn)                                                                         \
+  MPP_CHECK_ARG((comm) != NULL, "%s: communicator is NULL", (fn));                                 \
+  struct mscclppComm* comm_held_ __attribute__((cleanup(comm_guard_leave))) = comm_guard_enter(comm); \
+  if (comm_held_ == NULL) return MPP_ERR(mscclppAborted, "%s: the communicator is being aborted", (fn))
 
 #endif /* MPP_CORE_COMM_H_ */

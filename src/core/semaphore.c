@@ -165,8 +165,11 @@ mscclppResult_t mscclppHostSemaphoreWait(mscclppHostSemaphore_t sem, int64_t tim
   for (unsigned spins = 0;; spins++) {
     if (try_consume(sem)) return mscclppSuccess;
     uint64_t now = time_now_ns();
-    if (now >= next_check) { /* every 20 ms: is the peer still there? */
+    if (now >= next_check) { /* every 20 ms: is the peer still there, is this rank aborting? */
       next_check = now + 20000000ull;
+      if (comm_aborting(c->comm))
+        return MPP_ERR(mscclppAborted, "host semaphore wait for step %llu from rank %d: the communicator is being aborted",
+                       (unsigned long long)sem->expected + 1, c->peer);
       mscclppResult_t alive = connection_peer_alive(c);
       if (alive != mscclppSuccess) return gone(sem, alive);
     }

@@ -6,6 +6,8 @@
 
 #include "exec/cpu/block.h"
 
+#include "core/comm.h"
+
 int blk_fail(struct blk* k, mscclppResult_t rc, const char* fmt, ...) {
   char* e = k->c->errs + (size_t)k->b * EXEC_ERR_LEN;
   int n = snprintf(e, EXEC_ERR_LEN, "%s: rank %d block %d op %u (%s): ", k->c->plan->file, k->c->st->rank, k->b,
@@ -26,6 +28,8 @@ int blk_spin(struct blk* k, uint32_t* spins, uint64_t t0, const char* what, int 
     char who[32] = "a peer (local scratch)";
     if (peer >= 0) snprintf(who, sizeof(who), "rank %d", peer);
     if (k->c->failed) return blk_fail(k, mscclppRemoteError, "stopped waiting for %s from %s: another block failed", what, who);
+    if (comm_aborting(k->c->st->comm))
+      return blk_fail(k, mscclppAborted, "stopped waiting for %s from %s: the communicator is being aborted", what, who);
     if ((int64_t)(mscclppNowNs() - t0) > k->c->st->timeout_ns)
       return blk_fail(k, mscclppTimeout, "waited %lld ms for %s from %s", (long long)(k->c->st->timeout_ns / 1000000),
                       what, who);
