@@ -73,7 +73,13 @@ mscclppResult_t mscclppCommCudaDevice(mscclppComm_t comm, int* device);
 
 /* Tears down after the other ranks are done with this one (no collective wait). */
 mscclppResult_t mscclppCommDestroy(mscclppComm_t comm);
-/* Tears down at once: sockets are closed so that peers blocked on this rank fail promptly. */
+/* Tears down at once: sockets are closed so that peers blocked on this rank fail promptly. May be
+ * called from another thread while calls are blocked in comm: they return mscclppAborted
+ * (bootstrap waits at once, host semaphore and CPU-executor waits within 20 ms), new calls fail
+ * with mscclppAborted, and comm is freed once no call is inside (waiting at most the bootstrap
+ * timeout; past it, InternalError and comm is left allocated rather than freed under a running
+ * call). GPU kernels already launched finish or reach their device-wait bound first. comm must
+ * not be used after a successful abort. */
 mscclppResult_t mscclppCommAbort(mscclppComm_t comm);
 
 /* Allgather through the bootstrap network: data holds nranks slots of size bytes; slot r is
