@@ -26,12 +26,6 @@ int main(void) { TEST_SKIP("built without CUDA"); }
 
 #include "gpu/gpu_rank.h"
 
-#define CUDA_OK(call)                                                                                   \
-  do {                                                                                                  \
-    cudaError_t e_ = (call);                                                                            \
-    if (e_ != cudaSuccess) TEST_FAIL("rank %d: %s failed: %s", g.rank, #call, cudaGetErrorString(e_)); \
-  } while (0)
-
 static struct {
   mscclppComm_t comm;
   int rank, n;

@@ -7,6 +7,16 @@
 
 #include <stdlib.h>
 
+/* This process's rank once gpu_rank_init made the communicator (-1 before), for messages. */
+static int gpu_rank_me = -1;
+
+/* A CUDA runtime call that must succeed. */
+#define CUDA_OK(call)                                                                                       \
+  do {                                                                                                      \
+    cudaError_t e_ = (call);                                                                                \
+    if (e_ != cudaSuccess) TEST_FAIL("rank %d: %s failed: %s", gpu_rank_me, #call, cudaGetErrorString(e_)); \
+  } while (0)
+
 static inline int gpu_rank_env_int(const char* name, int def) {
   const char* v = getenv(name);
   return v && *v ? atoi(v) : def;
@@ -27,6 +37,7 @@ static inline void gpu_rank_init(mscclppComm_t* comm, int* rank, int* n, cudaStr
   CHECK_OK(mscclppCommInitFromEnv(comm, &cfg));
   CHECK_OK(mscclppCommRank(*comm, rank));
   CHECK_OK(mscclppCommSize(*comm, n));
+  gpu_rank_me = *rank;
 }
 
 #endif /* MPP_TESTS_GPU_RANK_H_ */

@@ -24,9 +24,6 @@
 
 #include "algo/gpu/gpu.h"
 #include "algo/gpu/elem.cuh"
-extern "C" {
-#include "util/err.h" /* C linkage: err_set lives in C */
-}
 
 __device__ __forceinline__ uint64_t share(uint64_t len, uint64_t lo, uint64_t cb) {
   return len > lo ? (len - lo < cb ? len - lo : cb) : 0;
@@ -140,15 +137,9 @@ extern "C" mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct
   struct gx_plan q = *p;
   q.step_cb = step_bytes(d, p->maxlen);
   k<<<d->nblocks, GPU_BULK_THREADS, 0, (cudaStream_t)stream>>>(*d, q);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return MPP_ERR(mscclppInternalError, "GPU collectives: bulk kernel launch failed: %s", cudaGetErrorString(e));
-  return mscclppSuccess;
+  return gpu_cuda_check(cudaGetLastError(), "bulk kernel launch");
 }
 
 extern "C" mscclppResult_t gpu_preload_bulk(void) {
-  cudaError_t e = GxPick<BulkGet>::preload();
-  if (e != cudaSuccess)
-    return MPP_ERR(mscclppInternalError, "GPU collectives: loading the bulk kernels failed: %s", cudaGetErrorString(e));
-  return mscclppSuccess;
+  return gpu_cuda_check(GxPick<BulkGet>::preload(), "loading the bulk kernels");
 }

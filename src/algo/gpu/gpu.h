@@ -89,6 +89,8 @@ void gpu_net_free(struct gpu_net* g);
  * on stream. InvalidUsage / InternalError with the CUDA error text. */
 mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
 mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
+/* Success for cudaSuccess, else InternalError "GPU collectives: <what> failed: <CUDA's text>". */
+mscclppResult_t gpu_cuda_check(int err, const char* what);
 /* Load every LL / bulk kernel instantiation now (at setup: see GxPick::preload in elem.cuh). */
 mscclppResult_t gpu_preload_ll(void);
 mscclppResult_t gpu_preload_bulk(void);

@@ -16,9 +16,6 @@
 
 #include "algo/gpu/gpu.h"
 #include "algo/gpu/elem.cuh"
-extern "C" {
-#include "util/err.h" /* C linkage: err_set lives in C */
-}
 
 /* The inbox (parity, from) of the rank whose scratch base is `base`. */
 __device__ __forceinline__ mscclppLL16Packet* ll_inbox(const gpu_dev& d, char* base, uint32_t parity, int from) {
@@ -145,14 +142,9 @@ extern "C" mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct g
   if (blocks < 1) blocks = 1;
   if (blocks > d->ll_blocks) blocks = d->ll_blocks;
   k<<<blocks, GPU_LL_THREADS, 0, (cudaStream_t)stream>>>(*d, *p);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return MPP_ERR(mscclppInternalError, "GPU collectives: LL kernel launch failed: %s", cudaGetErrorString(e));
-  return mscclppSuccess;
+  return gpu_cuda_check(cudaGetLastError(), "LL kernel launch");
 }
 
 extern "C" mscclppResult_t gpu_preload_ll(void) {
-  cudaError_t e = GxPick<LlGet>::preload();
-  if (e != cudaSuccess)
-    return MPP_ERR(mscclppInternalError, "GPU collectives: loading the ll kernels failed: %s", cudaGetErrorString(e));
-  return mscclppSuccess;
+  return gpu_cuda_check(GxPick<LlGet>::preload(), "loading the ll kernels");
 }

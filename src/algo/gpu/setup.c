@@ -29,8 +29,9 @@ struct gpu_hello {
   unsigned char blob[MSCCLPP_REGMEM_BLOB_BYTES];
 };
 
-static mscclppResult_t cuda_err(const char* what, cudaError_t e) {
-  return MPP_ERR(mscclppInternalError, "GPU collectives: %s failed: %s", what, cudaGetErrorString(e));
+mscclppResult_t gpu_cuda_check(int err, const char* what) {
+  if (err == cudaSuccess) return mscclppSuccess;
+  return MPP_ERR(mscclppInternalError, "GPU collectives: %s failed: %s", what, cudaGetErrorString((cudaError_t)err));
 }
 
 /* The geometry from the parameters, rounded so every inbox and block share stays 16-aligned. */
@@ -48,7 +49,8 @@ static mscclppResult_t geometry(struct gpu_net* g, int rank, int nranks) {
   g->d.nranks = nranks;
   g->d.nblocks = (int)nb;
   g->d.ll_blocks = (int)llb;
-  g->d.bulk_min_steps = (int)(param_int(PARAM_ALGO_GPU_BULK_MIN_STEPS) < 1 ? 1 : param_int(PARAM_ALGO_GPU_BULK_MIN_STEPS));
+  int64_t min_steps = param_int(PARAM_ALGO_GPU_BULK_MIN_STEPS);
+  g->d.bulk_min_steps = min_steps < 1 ? 1 : (int)min_steps;
   /* The parameters are per-peer sizes at 2 ranks; with more ranks each peer gets its share, so
    * the scratch stays about the same size while the parts per peer shrink alike. */
   uint64_t peers = nranks > 1 ? (uint64_t)nranks - 1 : 1;
@@ -66,12 +68,12 @@ static mscclppResult_t alloc_local(struct gpu_net* g, struct mscclppComm* comm) 
   MPP_CHECK(mscclppMemAlloc((void**)&g->d.scratch, bytes, mscclppMemCuda));
   cudaError_t e = cudaMemset(g->d.scratch, 0, bytes);
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) return cuda_err("zeroing the scratch", e);
+  MPP_CHECK(gpu_cuda_check(e, "zeroing the scratch"));
   MPP_CHECK(mscclppRegisterMemory(comm, g->d.scratch, bytes, &g->scratch_reg));
   void* words = NULL;
   e = cudaMalloc(&words, 64);
   if (e == cudaSuccess) e = cudaMemset(words, 0, 64);
-  if (e != cudaSuccess) return cuda_err("allocating the flag counter", e);
+  MPP_CHECK(gpu_cuda_check(e, "allocating the flag counter"));
   g->d.flag = (uint32_t*)words;
   g->d.done = (uint32_t*)words + 1;
   g->hchans = calloc((size_t)g->d.nblocks * (size_t)g->d.nranks, sizeof(mscclppMemoryChannel));
@@ -116,7 +118,7 @@ static mscclppResult_t upload(struct gpu_net* g) {
   cudaError_t e = cudaMalloc((void**)&g->d.chans, bytes);
   if (e == cudaSuccess) e = cudaMemcpy(g->d.chans, g->hchans, bytes, cudaMemcpyHostToDevice);
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (e != cudaSuccess) return cuda_err("uploading the channels", e);
+  MPP_CHECK(gpu_cuda_check(e, "uploading the channels"));
   return mscclppSuccess;
 }
 
@@ -137,7 +139,7 @@ static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
 static mscclppResult_t check_stream(void* stream) {
   enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
-  if (e != cudaSuccess) return cuda_err("cudaStreamIsCapturing", e);
+  MPP_CHECK(gpu_cuda_check(e, "cudaStreamIsCapturing"));
   if (st != cudaStreamCaptureStatusNone)
     return MPP_ERR(mscclppInvalidUsage, "GPU collectives: the communicator's first collective is being captured into a "
                    "CUDA graph; run one collective outside capture first (setup allocates and exchanges memory)");
