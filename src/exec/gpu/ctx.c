@@ -2,7 +2,7 @@
  * output of the same call are mapped here, and the registrations that hold them (for ports). A
  * context is found again by the pointers, sizes and registration ids of this rank's buffers; a
  * new one is a collective step: every pair swaps its buffers' registrations (blob, id, offset in
- * the allocation), each side imports the other's allocation once (regs.c). Kept until teardown
+ * the allocation), each side imports the other's allocation once (core/ubuf.c). Kept until teardown
  * (a captured graph names its context's device table). */
 #include "exec/gpu/state.h"
 
@@ -30,7 +30,7 @@ static int same(const struct xg_ctx* c, const void* send, uint64_t sb, const voi
   return c->send == send && c->sb == sb && c->recv == recv && c->rb == rb && c->in_id == in_id && c->out_id == out_id;
 }
 
-static void describe(struct ctx_buf* b, const struct xg_reg* r, const char* p, uint64_t len) {
+static void describe(struct ctx_buf* b, const struct ubuf_reg* r, const char* p, uint64_t len) {
   if (!r) return;
   b->id = r->id, b->off = (uint64_t)(p - r->base), b->len = len, b->blob_len = r->blob_len;
   memcpy(b->blob, r->blob, r->blob_len);
@@ -41,8 +41,8 @@ static mscclppResult_t take(struct xg_state* st, struct xg_ctx* c, int q, int t,
   if (b->len == 0) return mscclppSuccess;
   if (b->blob_len > sizeof(b->blob))
     return MPP_ERR(mscclppRemoteError, "GPU executor: malformed buffer message from rank %d", q);
-  struct xg_import* im = NULL;
-  MPP_CHECK(xg_import_get(st, q, b->id, b->blob, b->blob_len, &im));
+  struct ubuf_import* im = NULL;
+  MPP_CHECK(ubuf_import_get(&st->ub, q, b->id, b->blob, b->blob_len, &im));
   size_t size = 0;
   MPP_CHECK(mscclppRegMemInfo(im->mem, NULL, &size, NULL));
   if (b->off > size || b->len > size - b->off)
@@ -94,7 +94,7 @@ static void ctx_free(struct xg_ctx* c) {
 }
 
 /* The local side of a new context: own pointers and registrations, and the message for peers. */
-static mscclppResult_t fill_local(struct xg_state* st, struct xg_ctx* c, struct xg_reg* ri, struct xg_reg* ro,
+static mscclppResult_t fill_local(struct xg_state* st, struct xg_ctx* c, struct ubuf_reg* ri, struct ubuf_reg* ro,
                                   struct ctx_hello* mine) {
   memset(mine, 0, sizeof(*mine));
   mine->magic = XG_CTX_MAGIC;
@@ -117,7 +117,7 @@ static mscclppResult_t fill_local(struct xg_state* st, struct xg_ctx* c, struct 
   return mscclppSuccess;
 }
 
-static mscclppResult_t ctx_make(struct xg_state* st, struct xg_ctx* c, struct xg_reg* ri, struct xg_reg* ro) {
+static mscclppResult_t ctx_make(struct xg_state* st, struct xg_ctx* c, struct ubuf_reg* ri, struct ubuf_reg* ro) {
   struct ctx_hello mine;
   mscclppResult_t res = exchange(st, c, fill_local(st, c, ri, ro, &mine), &mine);
   size_t bytes = (size_t)st->nranks * 4 * sizeof(char*);
@@ -148,9 +148,9 @@ static mscclppResult_t refuse(struct xg_state* st, mscclppResult_t local) {
 
 mscclppResult_t xg_ctx_get(struct xg_state* st, const void* send, uint64_t sb, const void* recv, uint64_t rb,
                            void* stream, struct xg_ctx** out) {
-  struct xg_reg *ri = NULL, *ro = NULL;
-  mscclppResult_t res = sb ? xg_reg_get(st, send, sb, "sendbuff", &ri) : mscclppSuccess;
-  if (res == mscclppSuccess && rb) res = xg_reg_get(st, recv, rb, "recvbuff", &ro);
+  struct ubuf_reg *ri = NULL, *ro = NULL;
+  mscclppResult_t res = sb ? ubuf_reg_get(&st->ub, send, sb, "sendbuff", &ri) : mscclppSuccess;
+  if (res == mscclppSuccess && rb) res = ubuf_reg_get(&st->ub, recv, rb, "recvbuff", &ro);
   uint64_t in_id = ri ? ri->id : 0, out_id = ro ? ro->id : 0;
   struct xg_ctx* c = res == mscclppSuccess ? lookup(st, send, sb, recv, rb, in_id, out_id) : NULL;
   if (c) {

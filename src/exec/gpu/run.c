@@ -1,7 +1,7 @@
 /* run.c - one call on a GPU rank: find (or make) what it needs - the plan's image, the scratch,
  * the buffer context, the port bindings - and launch the kernel. Once all are cached a call does
  * no allocation, no communication and no synchronization: a mutex, a few lookups, one driver call
- * per buffer (regs.c) and the launch, so it can be captured into a CUDA graph. */
+ * per buffer (core/ubuf.c) and the launch, so it can be captured into a CUDA graph. */
 #include "exec/gpu/gpu.h"
 
 #include "algo/redop.h"

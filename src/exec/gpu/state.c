@@ -45,7 +45,7 @@ static void state_fini(struct mscclppComm* comm, void* state, int abort) {
   xg_images_fini(st);
   xg_ctx_fini(st);
   xg_chans_fini(st); /* the proxy first: its ports use the registrations below */
-  xg_regs_fini(st);
+  ubuf_fini(&st->ub);
   xg_scratch_fini(st);
   if (st->words) cudaFree(st->words);
   if (st->err_host) cudaFreeHost(st->err_host);
@@ -87,6 +87,7 @@ static mscclppResult_t state_make(struct mscclppComm* comm, void** out) {
   if (!st) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory");
   pthread_mutex_init(&st->mu, NULL);
   st->comm = comm, st->rank = comm->rank, st->nranks = comm->nranks, st->dev = comm->cuda_dev;
+  ubuf_init(&st->ub, comm, st->rank, st->dev, "GPU executor");
   int prev = ext_dev_enter(st->dev);
   mscclppResult_t res = alloc_tables(st);
   st->x = chan_ext_find(comm); /* made by xg_get: comm_ext_get holds the slot lock here */

@@ -4,7 +4,7 @@
  *   chans.c    a cuda-ipc connection per peer; per (peer, channel ordinal) a memory-channel
  *              semaphore or a port channel of the executor's proxy service; ports by memory
  *   scratch.c  the scratch: device memory, registered, imported by every peer; grown (doubling)
- *   regs.c     user buffers: the allocation holding one is registered once (by address range,
+ *   (core/ubuf.c) user buffers: the allocation holding one is registered once (by address range,
  *              checked against the driver's buffer id); peers' allocations imported once
  *   ctx.c      a context per (input, output) pair of a call: every rank's buffers as mapped here
  *   image.c    a plan's device image (ops, references, slots, routes, per-plan device state)
@@ -25,6 +25,7 @@
 #include <mscclpp/memory.h>
 #include <mscclpp/port_channel.h>
 
+#include "core/ubuf.h"
 #include "exec/gpu/dev.h"
 
 #define XG_MAX_ORD 64     /* channels of one type between one pair of ranks */
@@ -36,23 +37,6 @@
 #define XG_TAG_CTX 2
 
 struct chan_ext;
-
-/* A local allocation registered for peers (regs.c). */
-struct xg_reg {
-  char* base;
-  uint64_t size, buf_id, id; /* id: never reused, names it to peers */
-  mscclppRegMem_t mem;
-  uint8_t blob[MSCCLPP_REGMEM_BLOB_BYTES];
-  uint32_t blob_len;
-};
-
-/* A peer's allocation imported here. */
-struct xg_import {
-  int peer;
-  uint64_t id;
-  mscclppRegMem_t mem;
-  char* base;
-};
 
 /* Every rank's buffers of one (input, output) pair of this rank (ctx.c). */
 struct xg_ctx {
@@ -129,12 +113,7 @@ struct xg_state {
   char** scr_dev;              /* device copy */
   int scr_gen;
   struct xg_scratch_old* old;  /* earlier scratches and imports, kept until teardown */
-  /* regs.c */
-  struct xg_reg* regs;
-  int nregs, capregs;
-  uint64_t next_id;
-  struct xg_import* imports;
-  int nimports, capimports;
+  struct ubuf_cache ub; /* users' buffers (core/ubuf.h) */
   /* ctx.c */
   struct xg_ctx** ctxs;
   int nctx, capctx;
@@ -169,14 +148,6 @@ void xg_chans_fini(struct xg_state* st);
 /* scratch.c: at least bytes of scratch on every rank (collective when it grows). */
 mscclppResult_t xg_scratch_ensure(struct xg_state* st, uint64_t bytes);
 void xg_scratch_fini(struct xg_state* st);
-
-/* regs.c */
-/* The registration of the allocation holding [ptr, ptr + size), made on a miss (local only). */
-mscclppResult_t xg_reg_get(struct xg_state* st, const void* ptr, uint64_t size, const char* what, struct xg_reg** out);
-/* Peer's allocation `id` imported from its blob (once). */
-mscclppResult_t xg_import_get(struct xg_state* st, int peer, uint64_t id, const void* blob, size_t len,
-                              struct xg_import** out);
-void xg_regs_fini(struct xg_state* st);
 
 /* ctx.c: the context of this call's buffers (collective on a miss). */
 mscclppResult_t xg_ctx_get(struct xg_state* st, const void* send, uint64_t sb, const void* recv, uint64_t rb,
