@@ -128,7 +128,8 @@ static void test_flush_rt(struct env* e) {
 
 static void test_stress(struct env* e) {
   struct gt_ctx* c = &e->c;
-  const int blocks = 64, threads = 2, pieces = 6;
+  /* Every peer gets the same number of pushing threads: a multiple of npeers blocks. */
+  const int blocks = 64 - 64 % e->npeers, threads = 2, pieces = 6;
   const uint64_t piece = 200;
   CHECK(blocks * threads * pieces * piece <= SLOT);
   gt_fill<<<264, 256, 0, gt_stream>>>(c->src, c->bytes, 77, c->rank);
