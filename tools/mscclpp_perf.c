@@ -11,7 +11,7 @@
  * input of reducescatter, a rank's whole buffer of alltoall. Times are the largest over ranks of
  * each rank's average; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather, reducescatter,
  * alltoall), 1 (broadcast, reduce, sendrecv). The check (-c 1) runs each size once more on fresh
- * inputs (src/algo/verify.h: exact in every order and datatype, 2 ulp for avg and premulsum) and
+ * inputs, the way the timing ran (captured and replayed under -G), (src/algo/verify.h: exact in every order and datatype, 2 ulp for avg and premulsum) and
  * counts wrong elements over all ranks; any wrong element makes the exit status 1.
  *
  * GPU ranks: buffers from cudaMalloc, calls on a non-blocking stream; -G N captures the -n calls
@@ -515,6 +515,29 @@ static double timed_loop(struct bench* b, int impl, const struct shape* s, int i
   return (now_s() - t0) / b->o.iters;
 }
 
+/* One call for the check, the way the timing ran it: captured into a graph and replayed once under
+ * -G (captured calls may take other algorithms, e.g. zero copy), else directly. */
+static void run_checked(struct bench* b, int impl, const struct shape* s, int inplace, int op) {
+#if MSCCLPP_HAVE_CUDA
+  if (b->gpu && b->o.graphs > 0) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaStream_t st = (cudaStream_t)b->stream;
+    CUDA_OK(b, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    run_once(b, impl, s, inplace, op);
+    CUDA_OK(b, cudaStreamEndCapture(st, &graph));
+    CUDA_OK(b, cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(b, cudaGraphLaunch(exec, st));
+    sync_rank(b);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return;
+  }
+#endif
+  run_once(b, impl, s, inplace, op);
+  sync_rank(b);
+}
+
 static struct result measure(struct bench* b, int impl, const struct shape* s, int inplace, uint64_t seed) {
   struct result res = {.valid = 1, .wrong = (size_t)-1};
   if (impl == IMPL_NCCL && inplace && b->o.coll == ALGO_COLL_ALLTOALL) return (struct result){0}; /* see the header */
@@ -531,8 +554,7 @@ static struct result measure(struct bench* b, int impl, const struct shape* s, i
   uint64_t wrong = 0;
   if (b->o.check) {
     prepare_data(b, s, inplace, &spec);
-    run_once(b, impl, s, inplace, op);
-    sync_rank(b);
+    run_checked(b, impl, s, inplace, op);
     wrong = check_data(b, s, inplace, &spec);
   }
   drop_op(b, impl, op);

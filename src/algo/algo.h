@@ -96,13 +96,15 @@ struct algo_desc {
   enum algo_coll coll;
   int kind; /* mscclppRankCpu or mscclppRankGpu */
   algo_run_fn run;
+  int graph_only; /* 1: chosen by the table only for calls captured into a CUDA graph (zero copy) */
 };
 
 /* The algorithm for a call: MSCCLPP_ALGO's choice when it names one for this collective and rank
- * kind, else the first matching row of the tuning table, else the first registered one. NULL with
- * *none set when no algorithm exists for the rank kind; an error (bad MSCCLPP_ALGO, bad table)
- * otherwise. */
-mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, const struct algo_desc** out);
+ * kind, else the first matching row of the tuning table (rows of graph-only algorithms match
+ * captured calls only), else the first registered one. NULL with *none set when no algorithm
+ * exists for the rank kind; an error (bad MSCCLPP_ALGO, bad table) otherwise. */
+mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int captured,
+                            const struct algo_desc** out);
 /* The registry (for tests and tools): *count entries. */
 const struct algo_desc* algo_registry(int* count);
 

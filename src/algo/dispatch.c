@@ -31,7 +31,8 @@ mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a) {
   MPP_CHECK(planreg_dispatch(ac, a, &by_plan));
   if (by_plan) return mscclppSuccess;
   const struct algo_desc* d = NULL;
-  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, &d));
+  int captured = ac->kind == mscclppRankGpu && gpu_stream_captured(a->stream);
+  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, captured, &d));
   if (d == NULL) {
     if (ac->kind == mscclppRankGpu) return not_built(name);
     return MPP_ERR(mscclppInternalError, "%s: no algorithm registered for CPU ranks", name);

@@ -32,6 +32,12 @@ static const struct algo_desc registry[] = {
     GPU_ROW(gpu_reduce_ll, ALGO_COLL_REDUCE),
     GPU_ROW(gpu_alltoall_bulk, ALGO_COLL_ALLTOALL),
     GPU_ROW(gpu_alltoall_ll, ALGO_COLL_ALLTOALL),
+#define ZC_ROW(n, c) {.name = #n, .coll = c, .kind = mscclppRankGpu, .run = n, .graph_only = 1}
+    ZC_ROW(gpu_allreduce_zc, ALGO_COLL_ALLREDUCE),
+    ZC_ROW(gpu_allgather_zc, ALGO_COLL_ALLGATHER),
+    ZC_ROW(gpu_reducescatter_zc, ALGO_COLL_REDUCESCATTER),
+    ZC_ROW(gpu_alltoall_zc, ALGO_COLL_ALLTOALL),
+#undef ZC_ROW
 #undef GPU_ROW
 };
 

@@ -124,7 +124,8 @@ static void load_once(void) {
   if (load_res != mscclppSuccess) snprintf(load_err, sizeof(load_err), "%s", err_last());
 }
 
-mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, const struct algo_desc** out) {
+mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int captured,
+                            const struct algo_desc** out) {
   pthread_once(&once, load_once);
   if (load_res != mscclppSuccess) return MPP_ERR(load_res, "%s: %s", algo_coll_name(coll), load_err);
   for (int i = 0; i < nforced; i++)
@@ -132,11 +133,11 @@ mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t by
       *out = forced[i];
       return mscclppSuccess;
     }
-  *out = algo_table_lookup(&table, coll, kind, nranks, bytes);
+  *out = algo_table_lookup(&table, coll, kind, nranks, bytes, captured);
   if (*out != NULL) return mscclppSuccess;
   int n;
   const struct algo_desc* r = algo_registry(&n);
   for (int i = 0; i < n && *out == NULL; i++)
-    if (r[i].coll == coll && r[i].kind == kind) *out = &r[i];
+    if (r[i].coll == coll && r[i].kind == kind && !r[i].graph_only) *out = &r[i];
   return mscclppSuccess;
 }

@@ -7,7 +7,9 @@
  * message size as nccl-tests counts it: the buffer of allreduce, broadcast and reduce, the whole
  * output of allgather, the whole input of reducescatter, a rank's whole buffer of alltoall. The
  * first rule that matches a call wins; no match: the first registered algorithm of the collective
- * and kind. Every algorithm named must exist for the rule's collective and kind. */
+ * and kind. Every algorithm named must exist for the rule's collective and kind. A rule naming a
+ * graph-only (zero-copy) algorithm matches only calls captured into a CUDA graph; other calls go
+ * on to the next rules. */
 #ifndef MPP_ALGO_SELECT_H_
 #define MPP_ALGO_SELECT_H_
 
@@ -35,9 +37,10 @@ struct algo_table {
  * InvalidArgument "name:line: what is wrong". */
 mscclppResult_t algo_table_parse(const char* text, const char* name, struct algo_table* t);
 
-/* The first rule of t for the call, or NULL. */
+/* The first rule of t for the call, or NULL; rules naming a graph-only algorithm match only when
+ * captured (the call is being captured into a CUDA graph). */
 const struct algo_desc* algo_table_lookup(const struct algo_table* t, enum algo_coll coll, int kind, int nranks,
-                                          size_t bytes);
+                                          size_t bytes, int captured);
 
 /* Where the process's table came from ("built-in" when no file was found). */
 const char* algo_table_source(void);

@@ -114,9 +114,10 @@ mscclppResult_t algo_table_parse(const char* text, const char* name, struct algo
 }
 
 const struct algo_desc* algo_table_lookup(const struct algo_table* t, enum algo_coll coll, int kind, int nranks,
-                                          size_t bytes) {
+                                          size_t bytes, int captured) {
   for (int i = 0; i < t->nrules; i++) {
     const struct algo_rule* r = &t->rules[i];
+    if (r->algo->graph_only && !captured) continue;
     if (r->coll == coll && r->kind == kind && nranks >= r->min_ranks && nranks <= r->max_ranks &&
         (uint64_t)bytes >= r->min_bytes && (uint64_t)bytes <= r->max_bytes)
       return r->algo;

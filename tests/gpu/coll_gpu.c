@@ -7,6 +7,8 @@
  *                        bulk1: one-shot bulk allreduce (small bulk inbox)
  *                        bulk: the bulk algorithms with a small bulk inbox (many pipeline steps)
  *                        table: the tuning table's choice, sizes across the crossovers
+ *                        zc: the zero-copy algorithms; each batch is captured into a CUDA graph
+ *                        and replayed once (in-place alltoall and premulsum take the bulk path)
  * Exits 77 without CUDA or with fewer GPUs than local ranks. */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include <mscclpp/mscclpp.h>
 
 #include "algo/algo.h"
+#include "algo/gpu/gpu.h"
 #include "algo/verify.h"
 #include "helpers.h"
 
@@ -34,6 +37,7 @@ static struct {
   size_t cap;
   uint64_t seed;
   long calls;
+  int graph; /* capture each batch into a CUDA graph */
 } g = {.rank = -1};
 
 static void init(void) {
@@ -104,6 +108,25 @@ static size_t check(int coll, const struct shape* s, const struct verify_spec* s
 
 #define BATCH 3
 
+/* Ends the capture of a batch and runs the graph once. */
+static void replay_once(void) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaStreamEndCapture(g.stream, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, g.stream));
+  CUDA_OK(cudaStreamSynchronize(g.stream));
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+}
+
+/* Zero-copy launches on this rank so far (the zc variant checks the captured calls took them). */
+static uint64_t zc_launches(void) {
+  struct algo_comm* ac = NULL;
+  CHECK_OK(algo_comm_get(g.comm, &ac));
+  return ac->gnet ? ac->gnet->zc_launches : 0;
+}
+
 /* BATCH calls of one case queued back to back (fresh inputs each), then every output checked. */
 static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
   size_t es = mscclppDataTypeSize((mscclppDataType_t)dtype), slot_bytes = g.cap / BATCH / 64 * 64;
@@ -134,11 +157,13 @@ static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
     }
   }
   CUDA_OK(cudaDeviceSynchronize());
+  if (g.graph) CUDA_OK(cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeThreadLocal));
   for (int b = 0; b < BATCH; b++) {
     mscclppResult_t r = call(coll, &s, dtype, rop[b], root, in[b], out[b]);
     CHECK_MSG(r == mscclppSuccess, "rank %d: %s %s %s count %zu: %s", g.rank, algo_coll_name(coll), algo_dtype_name(dtype),
               is_red(coll) ? algo_op_name(op) : "-", count, mscclppGetLastError());
   }
+  if (g.graph) replay_once();
   CUDA_OK(cudaStreamSynchronize(g.stream));
   mscclppDeviceError de;
   CHECK_OK(mscclppCommGetDeviceError(g.comm, &de));
@@ -195,13 +220,22 @@ int main(int argc, char** argv) {
   else if (strcmp(variant, "bulk") == 0) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_bulk,gpu_allgather_bulk,gpu_reducescatter_bulk,gpu_broadcast_bulk,gpu_reduce_bulk,gpu_alltoall_bulk", 1);
     setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1); /* 512 B per block: many steps at small sizes */
+  } else if (strcmp(variant, "zc") == 0) {
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc", 1);
+    setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1); /* several blocks at small sizes */
+    g.graph = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table)", variant);
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc)", variant);
   }
   init();
+  if (g.graph) { /* the communicator's first collective cannot be captured (setup) */
+    CHECK_OK(mscclppAllReduce(g.send, g.recv, 1, mscclppFloat, mscclppSum, g.comm, g.stream));
+    CUDA_OK(cudaStreamSynchronize(g.stream));
+  }
   static const size_t small[] = {1, 7, 1001, 12345};
   static const size_t big[] = {1, 333, 70001, 300007};
-  const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 ? big : small;
+  const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 || g.graph ? big : small;
+  uint64_t zc_seen = 0;
   int ndt = gpu_rank_env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
   for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
     int allreduce_only = strcmp(variant, "ll2") == 0 || strcmp(variant, "bulk1") == 0;
@@ -211,6 +245,11 @@ int main(int argc, char** argv) {
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
+    if (g.graph && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
+      uint64_t z = zc_launches();
+      CHECK_MSG(z > zc_seen, "rank %d: no zero-copy launch for the captured %s calls", g.rank, algo_coll_name(coll));
+      zc_seen = z;
+    }
   }
   if (strcmp(variant, "ll2") != 0 && strcmp(variant, "bulk1") != 0) {
     for (int k = 0; k < 4; k++) run_sendrecv(counts[k]);

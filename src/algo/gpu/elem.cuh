@@ -136,14 +136,17 @@ __device__ __forceinline__ uint64_t scale8(uint64_t p, algo_scalar s) {
   return p;
 }
 
-/* dst[i] = reduction over r < n of srcs[r][i], i < count, thread tid of nt (element-wise; 8-byte
- * or 16-byte units when every pointer is 8- or 16-aligned). */
+/* dsts[k][i] = reduction over r < n of srcs[r][i] for every k < ndst, i < count, thread tid of nt
+ * (element-wise; 8-byte or 16-byte units when every pointer is 8- or 16-aligned). The thread that
+ * reads element i of the sources writes element i of the destinations, so a destination may be a
+ * source (in place). */
 template <int DT, int OP>
-__device__ __forceinline__ void red_range(char* dst, const char* const* srcs, int n, uint64_t count, uint32_t tid,
-                                          uint32_t nt) {
+__device__ __forceinline__ void red_range_to(char* const* dsts, int ndst, const char* const* srcs, int n, uint64_t count,
+                                             uint32_t tid, uint32_t nt) {
   typedef typename Ty<DT>::T T;
   typedef typename Ty<DT>::A A;
-  uintptr_t mis = (uintptr_t)dst;
+  uintptr_t mis = 0;
+  for (int k = 0; k < ndst; k++) mis |= (uintptr_t)dsts[k];
   for (int r = 0; r < n; r++) mis |= (uintptr_t)srcs[r];
   uint64_t first = 0;
   if ((mis & 15) == 0) { /* 16-byte loads and stores: half the memory instructions of 8 */
@@ -154,7 +157,8 @@ __device__ __forceinline__ void red_range(char* dst, const char* const* srcs, in
         ulonglong2 v = ((const ulonglong2*)srcs[r])[u];
         lo[r] = v.x, hi[r] = v.y;
       }
-      ((ulonglong2*)dst)[u] = make_ulonglong2(red8<DT, OP>(lo, n), red8<DT, OP>(hi, n));
+      ulonglong2 res = make_ulonglong2(red8<DT, OP>(lo, n), red8<DT, OP>(hi, n));
+      for (int k = 0; k < ndst; k++) ((ulonglong2*)dsts[k])[u] = res;
     }
     first = units * 16 / sizeof(T);
   } else if ((mis & 7) == 0) {
@@ -162,15 +166,24 @@ __device__ __forceinline__ void red_range(char* dst, const char* const* srcs, in
     uint64_t pl[GPU_MAX_RANKS];
     for (uint64_t u = tid; u < units; u += nt) {
       for (int r = 0; r < n; r++) pl[r] = ((const uint64_t*)srcs[r])[u];
-      ((uint64_t*)dst)[u] = red8<DT, OP>(pl, n);
+      uint64_t res = red8<DT, OP>(pl, n);
+      for (int k = 0; k < ndst; k++) ((uint64_t*)dsts[k])[u] = res;
     }
     first = units * 8 / sizeof(T);
   }
   for (uint64_t i = first + tid; i < count; i += nt) {
     A acc = Ty<DT>::in(((const T*)srcs[0])[i]);
     for (int r = 1; r < n; r++) acc = gx_comb(acc, Ty<DT>::in(((const T*)srcs[r])[i]), (int)CombOp<OP>::v);
-    ((T*)dst)[i] = OP == ALGO_OP_AVG ? Ty<DT>::div(acc, n) : Ty<DT>::out(acc);
+    T v = OP == ALGO_OP_AVG ? Ty<DT>::div(acc, n) : Ty<DT>::out(acc);
+    for (int k = 0; k < ndst; k++) ((T*)dsts[k])[i] = v;
   }
+}
+
+/* red_range_to with one destination. */
+template <int DT, int OP>
+__device__ __forceinline__ void red_range(char* dst, const char* const* srcs, int n, uint64_t count, uint32_t tid,
+                                          uint32_t nt) {
+  red_range_to<DT, OP>(&dst, 1, srcs, n, count, tid, nt);
 }
 
 /* dst[i] = scale_elem(src[i]), i < count (premulsum parts on their way out, or the own part). */

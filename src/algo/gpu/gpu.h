@@ -20,6 +20,7 @@
 #include <mscclpp/memory_channel.h>
 
 #include "algo/redop.h"
+#include "core/ubuf.h"
 
 #define GPU_MAX_RANKS 8
 #define GPU_LL_THREADS 512
@@ -62,8 +63,22 @@ struct gx_plan {
   uint64_t step_cb; /* bulk: bytes per block and step (set by gpu_launch_bulk from maxlen; <= bulk_slot / nblocks) */
 };
 
+/* A zero-copy launch (zc.cu): every rank's own buffers of one captured call, as mapped here, so
+ * the kernel reads peers' inputs and writes peers' outputs directly (no inbox). With a gx_plan:
+ *   GX_COPY    part q (send_off[q], send_len[q]) of src goes to rank q's output at recv_off[rank]
+ *   GX_REDUCE  every rank's input at send_off[rank] (recv_len[rank] bytes) reduces, in rank order,
+ *              into dst + red_off, and with put_reduced also into every peer's output there */
+struct gx_zc {
+  const char* peer_src[GPU_MAX_RANKS]; /* rank q's input (q == rank: the call's own) */
+  char* peer_dst[GPU_MAX_RANKS];       /* rank q's output */
+  uint64_t chunk;                      /* bytes of each part per block, a multiple of 16 */
+  int put_reduced;
+};
+
 struct gpu_net {
   struct gpu_dev d;
+  struct ubuf_cache ub; /* the users' buffers of zero-copy calls (zc.c) */
+  uint64_t zc_launches; /* zero-copy kernels launched (tests check captured calls took them) */
   mscclppConnection_t conn[GPU_MAX_RANKS];
   mscclppRegMem_t scratch_reg;
   mscclppRegMem_t peer_scratch[GPU_MAX_RANKS];
@@ -89,11 +104,16 @@ void gpu_net_free(struct gpu_net* g);
  * on stream. InvalidUsage / InternalError with the CUDA error text. */
 mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
 mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
+/* Launches one zero-copy exchange: a round with every peer, the data, a closing round. */
+mscclppResult_t gpu_launch_zc(const struct gpu_dev* d, const struct gx_plan* p, const struct gx_zc* z, void* stream);
+/* 1 when stream is being captured into a CUDA graph (0 without CUDA or on error). */
+int gpu_stream_captured(void* stream);
 /* Success for cudaSuccess, else InternalError "GPU collectives: <what> failed: <CUDA's text>". */
 mscclppResult_t gpu_cuda_check(int err, const char* what);
 /* Load every LL / bulk kernel instantiation now (at setup: see GxPick::preload in elem.cuh). */
 mscclppResult_t gpu_preload_ll(void);
 mscclppResult_t gpu_preload_bulk(void);
+mscclppResult_t gpu_preload_zc(void);
 /* Largest part one LL launch can carry per peer. */
 static inline uint64_t gpu_ll_max(const struct gpu_dev* d) { return d->ll_slot / 2 - 16; }
 
@@ -112,6 +132,11 @@ mscclppResult_t gpu_reduce_ll(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_reduce_bulk(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_alltoall_ll(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_alltoall_bulk(struct algo_comm* ac, const struct algo_args* a);
+/* Zero copy (zc.c): for calls captured into a CUDA graph; others run the bulk sibling. */
+mscclppResult_t gpu_allreduce_zc(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_allgather_zc(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_reducescatter_zc(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_alltoall_zc(struct algo_comm* ac, const struct algo_args* a);
 /* The plans of collective a on rank `rank` of nranks (1, or 2 for a two-phase allreduce: reduce-
  * scatter, then allgather); pure, for the run functions and the CPU-side plan test. */
 int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]);

@@ -131,6 +131,7 @@ static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
   MPP_CHECK(upload(g));
   MPP_CHECK(gpu_preload_ll());
   MPP_CHECK(gpu_preload_bulk());
+  MPP_CHECK(gpu_preload_zc());
   LOG_INFO_(LOG_SUB_ALGO, "GPU collectives: %d ranks, LL inbox %llu B, bulk inbox %llu B, %d blocks", ac->nranks,
             (unsigned long long)g->d.ll_slot, (unsigned long long)g->d.bulk_slot, g->d.nblocks);
   return mscclppSuccess;
@@ -159,6 +160,7 @@ mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net**
   g = calloc(1, sizeof(*g));
   if (g == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives: out of host memory");
   g->dev = ac->comm->cuda_dev;
+  ubuf_init(&g->ub, ac->comm, ac->rank, g->dev, "GPU collectives");
   int prev = -1;
   if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
   if (g->dev >= 0 && prev != g->dev) cudaSetDevice(g->dev);
@@ -177,6 +179,7 @@ void gpu_net_free(struct gpu_net* g) {
   if (g == NULL) return;
   if (g->dev >= 0) cudaSetDevice(g->dev);
   cudaDeviceSynchronize();
+  ubuf_fini(&g->ub);
   if (g->d.chans) cudaFree(g->d.chans);
   if (g->d.flag) cudaFree(g->d.flag);
   for (int q = 0; q < GPU_MAX_RANKS; q++)

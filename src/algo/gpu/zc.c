@@ -1,0 +1,200 @@
+/* zc.c - the zero-copy collectives (allreduce, allgather, reducescatter, alltoall) for calls being
+ * captured into a CUDA graph: the kernel (zc.cu) reads peers' inputs and writes peers' outputs
+ * directly, so the data moves once and no inbox or pipeline round is needed.
+ *
+ * Why only captured calls. A kernel can touch a peer's buffer only once this rank has mapped it,
+ * and learning a peer's buffers takes a host exchange. Ranks may use different buffers from call
+ * to call (NCCL allows it), so no rank can tell from its own cache whether its peers need an
+ * exchange; every zero-copy call therefore exchanges, which only pays when the call is captured
+ * once and replayed many times. Every rank captures the same calls (as with every collective), so
+ * the exchanges meet; a mismatch (another collective, count or datatype) fails on every rank.
+ * Allocations are registered and imported once (core/ubuf.c) and kept until teardown, since the
+ * graph names them.
+ *
+ * Calls outside capture, pre-multiplied sums (a rank cannot scale a peer's input by the peer's
+ * scalar), empty calls and in-place alltoall (a rank would overwrite a part its peer has not sent
+ * yet) run the bulk sibling; the last is agreed in the exchange, so every rank takes the same path. */
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/gpu/gpu.h"
+#include "channel/ext.h"
+#include "core/comm.h"
+#include "core/connection.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#if MSCCLPP_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#define ZC_MAGIC 0x475a4331u /* "GZC1" */
+#define ZC_TAG 2             /* under BOOT_TAG_ALGO (1: the setup's scratch exchange) */
+
+struct zc_buf {
+  uint64_t id, off, len, blob_len;
+  uint8_t blob[MSCCLPP_REGMEM_BLOB_BYTES];
+};
+
+/* What every rank sends every peer per captured call. */
+struct zc_hello {
+  uint32_t magic, ok;  /* ok 0: this rank failed to describe its buffers */
+  uint32_t coll, dtype;
+  uint64_t count;
+  uint32_t usable, pad; /* 0: this rank needs the bulk path (in-place alltoall) */
+  struct zc_buf buf[2]; /* input, output */
+};
+
+int gpu_stream_captured(void* stream) {
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing((cudaStream_t)stream, &st) == cudaSuccess && st != cudaStreamCaptureStatusNone;
+}
+
+static void in_out_bytes(const struct algo_comm* ac, const struct algo_args* a, uint64_t* in, uint64_t* out) {
+  uint64_t b = (uint64_t)a->count * a->es, n = (uint64_t)ac->nranks;
+  *in = a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_ALLTOALL ? b * n : b;
+  *out = a->coll == ALGO_COLL_ALLGATHER || a->coll == ALGO_COLL_ALLTOALL ? b * n : b;
+}
+
+/* This rank's message: its buffers' registrations (made on a miss) and whether it can go zero copy. */
+static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, const struct algo_args* a,
+                                struct zc_hello* h) {
+  uint64_t inb, outb;
+  in_out_bytes(ac, a, &inb, &outb);
+  memset(h, 0, sizeof(*h));
+  h->magic = ZC_MAGIC, h->coll = (uint32_t)a->coll, h->dtype = (uint32_t)a->dtype, h->count = a->count;
+  const char *s = a->send, *r = a->recv;
+  h->usable = !(a->coll == ALGO_COLL_ALLTOALL && s < r + outb && r < s + inb);
+  const void* ptr[2] = {a->send, a->recv};
+  uint64_t len[2] = {inb, outb};
+  for (int t = 0; t < 2; t++) {
+    struct ubuf_reg* reg = NULL;
+    MPP_CHECK(ubuf_reg_get(&g->ub, ptr[t], len[t], t ? "recvbuff" : "sendbuff", &reg));
+    struct zc_buf* b = &h->buf[t];
+    b->id = reg->id, b->off = (uint64_t)((const char*)ptr[t] - reg->base), b->len = len[t], b->blob_len = reg->blob_len;
+    memcpy(b->blob, reg->blob, reg->blob_len);
+  }
+  h->ok = 1;
+  return mscclppSuccess;
+}
+
+/* Peer q's buffer b as mapped here. */
+static mscclppResult_t take(struct gpu_net* g, int q, const struct zc_buf* b, char** out) {
+  if (b->blob_len > sizeof(b->blob))
+    return MPP_ERR(mscclppRemoteError, "GPU collectives: malformed buffer message from rank %d", q);
+  struct ubuf_import* im = NULL;
+  MPP_CHECK(ubuf_import_get(&g->ub, q, b->id, b->blob, b->blob_len, &im));
+  size_t size = 0;
+  MPP_CHECK(mscclppRegMemInfo(im->mem, NULL, &size, NULL));
+  if (b->off > size || b->len > size - b->off)
+    return MPP_ERR(mscclppRemoteError, "GPU collectives: rank %d's buffer (%llu bytes at %llu) exceeds its %zu-byte "
+                   "allocation", q, (unsigned long long)b->len, (unsigned long long)b->off, size);
+  *out = im->base + b->off;
+  return mscclppSuccess;
+}
+
+/* Checks peer q's message against this rank's and maps its buffers into z. */
+static mscclppResult_t accept(struct gpu_net* g, int q, const struct zc_hello* mine, const struct zc_hello* th,
+                              struct gx_zc* z) {
+  if (th->magic != ZC_MAGIC)
+    return MPP_ERR(mscclppRemoteError, "GPU collectives: malformed zero-copy message from rank %d", q);
+  if (!th->ok) return MPP_ERR(mscclppRemoteError, "GPU collectives: rank %d failed to set up its buffers for this call", q);
+  if (th->coll != mine->coll || th->dtype != mine->dtype || th->count != mine->count)
+    return MPP_ERR(mscclppInvalidUsage, "GPU collectives (captured call): rank %d calls %s of %llu elements of type %u, "
+                   "rank %d %s of %llu of type %u (every rank must capture the same calls)", q,
+                   algo_coll_name((enum algo_coll)th->coll), (unsigned long long)th->count, th->dtype, g->d.rank,
+                   algo_coll_name((enum algo_coll)mine->coll), (unsigned long long)mine->count, mine->dtype);
+  char* src = NULL;
+  MPP_CHECK(take(g, q, &th->buf[0], &src));
+  z->peer_src[q] = src;
+  return take(g, q, &th->buf[1], &z->peer_dst[q]);
+}
+
+/* Swaps messages with every peer (all of them, also after a failure, so nobody waits) and fills z;
+ * *usable: every rank can go zero copy. */
+static mscclppResult_t exchange(struct gpu_net* g, struct algo_comm* ac, mscclppResult_t local, const struct zc_hello* mine,
+                                struct gx_zc* z, int* usable) {
+  mscclppResult_t res = local;
+  *usable = (int)mine->usable;
+  for (int q = 0; q < ac->nranks; q++) {
+    if (q == ac->rank) continue;
+    struct zc_hello th;
+    mscclppResult_t r = boot_swap(ac->comm, q, boot_tag(BOOT_TAG_ALGO, ZC_TAG), mine, &th, sizeof(th));
+    if (r == mscclppSuccess && res == mscclppSuccess) r = accept(g, q, mine, &th, z);
+    if (r == mscclppSuccess) *usable &= (int)th.usable;
+    if (res == mscclppSuccess) res = r;
+  }
+  return res;
+}
+
+/* Every rank's buffers of this call as mapped here (collective over the communicator). Driver
+ * calls that capture would refuse run in relaxed capture mode: none of them touches the stream. */
+static mscclppResult_t zc_map(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
+                              int* usable) {
+  memset(z, 0, sizeof(*z));
+  z->peer_src[ac->rank] = a->send, z->peer_dst[ac->rank] = a->recv;
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  int prev = ext_dev_enter(g->dev);
+  struct zc_hello mine;
+  mscclppResult_t res = exchange(g, ac, describe(g, ac, a, &mine), &mine, z, usable);
+  ext_dev_leave(prev, g->dev);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  return res;
+}
+
+/* Bytes per block: the parameter's floor, more when the blocks would not cover the part. */
+static uint64_t zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
+  int64_t floor = param_int(PARAM_ALGO_GPU_ZC_CHUNK);
+  uint64_t c = floor < 16 ? 16 : (uint64_t)floor;
+  uint64_t need = (maxlen + (uint64_t)g->d.nblocks - 1) / (uint64_t)g->d.nblocks;
+  if (need > c) c = need;
+  return (c + 15) / 16 * 16;
+}
+
+static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
+  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
+  if (!gpu_stream_captured(a->stream) || a->count == 0 || (red && a->op == ALGO_OP_PREMUL)) return staged(ac, a);
+  struct gpu_net* g;
+  MPP_CHECK(gpu_net_get(ac, a->stream, &g));
+  struct gx_zc z;
+  int usable = 0;
+  MPP_CHECK(zc_map(g, ac, a, &z, &usable));
+  if (!usable) {
+    LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
+    return staged(ac, a);
+  }
+  struct gx_plan p[2];
+  (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
+  z.chunk = zc_chunk(g, p[0].maxlen);
+  MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
+  g->zc_launches++;
+  return mscclppSuccess;
+}
+
+#else /* no CUDA: never captured */
+
+int gpu_stream_captured(void* stream) {
+  (void)stream;
+  return 0;
+}
+
+static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
+  return staged(ac, a);
+}
+
+#endif
+
+mscclppResult_t gpu_allreduce_zc(struct algo_comm* ac, const struct algo_args* a) {
+  return run_zc(ac, a, gpu_allreduce_bulk);
+}
+mscclppResult_t gpu_allgather_zc(struct algo_comm* ac, const struct algo_args* a) {
+  return run_zc(ac, a, gpu_allgather_bulk);
+}
+mscclppResult_t gpu_reducescatter_zc(struct algo_comm* ac, const struct algo_args* a) {
+  return run_zc(ac, a, gpu_reducescatter_bulk);
+}
+mscclppResult_t gpu_alltoall_zc(struct algo_comm* ac, const struct algo_args* a) {
+  return run_zc(ac, a, gpu_alltoall_bulk);
+}
