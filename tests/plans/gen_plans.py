@@ -144,7 +144,7 @@ def allreduce_allpairs_ll(n):
         for p in peers(n, r):
             t.op("upkt", src_buff=[loc("s", n + p)], dst_buff=[loc("o", p)])
         gs.append(g)
-    return plan("allreduce_allpairs_ll_n%d" % n, "allreduce", gs, protocol="LL")
+    return plan("allreduce_allpairs_ll_n%d" % n, "allreduce", gs, protocol="LL", use_double_scratch_buffer=True)
 
 
 def allreduce_ll_recs(n):
@@ -243,7 +243,9 @@ def allreduce_ll_perf(n, nb):
             t.op("repkt", reduce_op="sum", src_buff=[loc("i", b)] + [loc("s", p * nb + b) for p in peers(n, r)],
                  dst_buff=[loc("o", b)])
         gs.append(g)
-    return plan("allreduce_ll_perf%d_n%d" % (nb, n), "allreduce", gs, protocol="LL")
+    # Double scratch: called back to back, a rank one call ahead would otherwise overwrite packets
+    # a slower peer has not read yet (seen on 4 GPUs).
+    return plan("allreduce_ll_perf%d_n%d" % (nb, n), "allreduce", gs, protocol="LL", use_double_scratch_buffer=True)
 
 
 def allreduce_rres_perf(n, nb):
