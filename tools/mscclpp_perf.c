@@ -485,26 +485,35 @@ struct result {
   size_t wrong;   /* over all ranks; (size_t)-1: not checked */
 };
 
+#if MSCCLPP_HAVE_CUDA
+/* `calls` calls captured into one CUDA graph, instantiated and run once (then synchronized); the
+ * caller replays and destroys the returned executable graph. */
+static cudaGraphExec_t capture_and_run(struct bench* b, int impl, const struct shape* s, int inplace, int op, int calls) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaStream_t st = (cudaStream_t)b->stream;
+  CUDA_OK(b, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; i++) run_once(b, impl, s, inplace, op);
+  CUDA_OK(b, cudaStreamEndCapture(st, &graph));
+  CUDA_OK(b, cudaGraphInstantiate(&exec, graph, 0));
+  cudaGraphDestroy(graph); /* the executable graph does not need it */
+  CUDA_OK(b, cudaGraphLaunch(exec, st));
+  sync_rank(b);
+  return exec;
+}
+#endif
+
 /* Seconds per call of iters timed calls (GPU with -G: captured in a graph, replayed G times). */
 static double timed_loop(struct bench* b, int impl, const struct shape* s, int inplace, int op) {
 #if MSCCLPP_HAVE_CUDA
   if (b->gpu && b->o.graphs > 0) {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    cudaStream_t st = (cudaStream_t)b->stream;
-    CUDA_OK(b, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < b->o.iters; i++) run_once(b, impl, s, inplace, op);
-    CUDA_OK(b, cudaStreamEndCapture(st, &graph));
-    CUDA_OK(b, cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(b, cudaGraphLaunch(exec, st));
-    sync_rank(b);
+    cudaGraphExec_t exec = capture_and_run(b, impl, s, inplace, op, b->o.iters);
     MPP_OK(b, mscclppBootstrapBarrier(b->comm));
     double t0 = now_s();
-    for (int g = 0; g < b->o.graphs; g++) CUDA_OK(b, cudaGraphLaunch(exec, st));
+    for (int g = 0; g < b->o.graphs; g++) CUDA_OK(b, cudaGraphLaunch(exec, (cudaStream_t)b->stream));
     sync_rank(b);
     double t = (now_s() - t0) / ((double)b->o.graphs * b->o.iters);
     cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
     return t;
   }
 #endif
@@ -515,22 +524,12 @@ static double timed_loop(struct bench* b, int impl, const struct shape* s, int i
   return (now_s() - t0) / b->o.iters;
 }
 
-/* One call for the check, the way the timing ran it: captured into a graph and replayed once under
- * -G (captured calls may take other algorithms, e.g. zero copy), else directly. */
+/* One call for the check, the way the timing ran it: captured into a graph and run once under -G
+ * (captured calls may take other algorithms, e.g. zero copy), else directly. */
 static void run_checked(struct bench* b, int impl, const struct shape* s, int inplace, int op) {
 #if MSCCLPP_HAVE_CUDA
   if (b->gpu && b->o.graphs > 0) {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    cudaStream_t st = (cudaStream_t)b->stream;
-    CUDA_OK(b, cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    run_once(b, impl, s, inplace, op);
-    CUDA_OK(b, cudaStreamEndCapture(st, &graph));
-    CUDA_OK(b, cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(b, cudaGraphLaunch(exec, st));
-    sync_rank(b);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
+    cudaGraphExecDestroy(capture_and_run(b, impl, s, inplace, op, 1));
     return;
   }
 #endif

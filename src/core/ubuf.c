@@ -109,6 +109,21 @@ mscclppResult_t ubuf_import_get(struct ubuf_cache* uc, int peer, uint64_t id, co
   return mscclppSuccess;
 }
 
+mscclppResult_t ubuf_import_range(struct ubuf_cache* uc, int peer, uint64_t id, const void* blob, size_t blob_len,
+                                  uint64_t off, uint64_t len, struct ubuf_import** out) {
+  if (blob_len > MSCCLPP_REGMEM_BLOB_BYTES)
+    return MPP_ERR(mscclppRemoteError, "%s: malformed buffer message from rank %d", uc->who, peer);
+  struct ubuf_import* im = NULL;
+  MPP_CHECK(ubuf_import_get(uc, peer, id, blob, blob_len, &im));
+  size_t size = 0;
+  MPP_CHECK(mscclppRegMemInfo(im->mem, NULL, &size, NULL));
+  if (off > size || len > size - off)
+    return MPP_ERR(mscclppRemoteError, "%s: rank %d's buffer (%llu bytes at %llu) exceeds its %zu-byte allocation",
+                   uc->who, peer, (unsigned long long)len, (unsigned long long)off, size);
+  *out = im;
+  return mscclppSuccess;
+}
+
 void ubuf_fini(struct ubuf_cache* uc) {
   for (int i = 0; i < uc->nimports; i++) regmem_free(uc->imports[i].mem);
   free(uc->imports);

@@ -52,6 +52,10 @@ mscclppResult_t ubuf_reg_get(struct ubuf_cache* c, const void* ptr, uint64_t siz
 /* Peer's allocation `id` imported from its blob (once). */
 mscclppResult_t ubuf_import_get(struct ubuf_cache* c, int peer, uint64_t id, const void* blob, size_t len,
                                 struct ubuf_import** out);
+/* ubuf_import_get for a buffer of len bytes at off in that allocation, from a peer's message:
+ * RemoteError when the blob is malformed or the range exceeds the allocation. */
+mscclppResult_t ubuf_import_range(struct ubuf_cache* c, int peer, uint64_t id, const void* blob, size_t blob_len,
+                                  uint64_t off, uint64_t len, struct ubuf_import** out);
 void ubuf_fini(struct ubuf_cache* c);
 
 #endif /* MPP_CORE_UBUF_H_ */

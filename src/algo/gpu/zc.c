@@ -80,15 +80,8 @@ static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, c
 
 /* Peer q's buffer b as mapped here. */
 static mscclppResult_t take(struct gpu_net* g, int q, const struct zc_buf* b, char** out) {
-  if (b->blob_len > sizeof(b->blob))
-    return MPP_ERR(mscclppRemoteError, "GPU collectives: malformed buffer message from rank %d", q);
   struct ubuf_import* im = NULL;
-  MPP_CHECK(ubuf_import_get(&g->ub, q, b->id, b->blob, b->blob_len, &im));
-  size_t size = 0;
-  MPP_CHECK(mscclppRegMemInfo(im->mem, NULL, &size, NULL));
-  if (b->off > size || b->len > size - b->off)
-    return MPP_ERR(mscclppRemoteError, "GPU collectives: rank %d's buffer (%llu bytes at %llu) exceeds its %zu-byte "
-                   "allocation", q, (unsigned long long)b->len, (unsigned long long)b->off, size);
+  MPP_CHECK(ubuf_import_range(&g->ub, q, b->id, b->blob, b->blob_len, b->off, b->len, &im));
   *out = im->base + b->off;
   return mscclppSuccess;
 }

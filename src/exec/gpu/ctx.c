@@ -39,15 +39,8 @@ static void describe(struct ctx_buf* b, const struct ubuf_reg* r, const char* p,
 /* Peer q's buffer t from its message into the context. */
 static mscclppResult_t take(struct xg_state* st, struct xg_ctx* c, int q, int t, const struct ctx_buf* b) {
   if (b->len == 0) return mscclppSuccess;
-  if (b->blob_len > sizeof(b->blob))
-    return MPP_ERR(mscclppRemoteError, "GPU executor: malformed buffer message from rank %d", q);
   struct ubuf_import* im = NULL;
-  MPP_CHECK(ubuf_import_get(&st->ub, q, b->id, b->blob, b->blob_len, &im));
-  size_t size = 0;
-  MPP_CHECK(mscclppRegMemInfo(im->mem, NULL, &size, NULL));
-  if (b->off > size || b->len > size - b->off)
-    return MPP_ERR(mscclppRemoteError, "GPU executor: rank %d's buffer (%llu bytes at %llu) exceeds its %zu-byte allocation",
-                   q, (unsigned long long)b->len, (unsigned long long)b->off, size);
+  MPP_CHECK(ubuf_import_range(&st->ub, q, b->id, b->blob, b->blob_len, b->off, b->len, &im));
   int i = q * 2 + t;
   c->host[i] = im->base + b->off, c->host[2 * st->nranks + i] = im->base, c->mem[i] = im->mem;
   return mscclppSuccess;
