@@ -45,13 +45,15 @@ static void print_gpus(int n) {
 }
 #endif
 
-/* One line per built-in algorithm: name, collective, rank kind (what MSCCLPP_ALGO and
- * tuning/algo.tsv name; tools/mscclpp_tune.py reads this list). */
+/* One line per built-in algorithm: name, collective, rank kind, and "captured-only" for the ones
+ * the table gives only calls captured into a CUDA graph (what MSCCLPP_ALGO and tuning/algo.tsv
+ * name; tools/mscclpp_tune.py reads this list). */
 static void print_algorithms(void) {
   int n = 0;
   const struct algo_desc* d = algo_registry(&n);
   for (int i = 0; i < n; i++)
-    printf("  %-28s %-14s %s\n", d[i].name, algo_coll_name(d[i].coll), d[i].kind == mscclppRankGpu ? "gpu" : "cpu");
+    printf("  %-28s %-14s %s%s\n", d[i].name, algo_coll_name(d[i].coll), d[i].kind == mscclppRankGpu ? "gpu" : "cpu",
+           d[i].graph_only ? " captured-only" : "");
 }
 
 int main(int argc, char** argv) {

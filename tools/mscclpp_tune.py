@@ -5,7 +5,8 @@ For each collective it runs mscclpp-perf once per built-in algorithm of the rank
 MSCCLPP_ALGO (out-of-place times, CUDA graphs on GPU ranks), picks the fastest algorithm at every
 size, merges neighbouring sizes with the same winner into rules, and prints them as algo.tsv rows
 for exactly this number of ranks (or writes them into the table with --update, ahead of the rules
-they replace, with a comment saying where and when they were measured).
+they replace, with a comment saying where and when they were measured). Captured-only (zero-copy)
+algorithms are not tuned here: their rules (captured calls only) are placed by hand from forced runs.
 
   mscclpp-tune.py -n 4 [--kind gpu] [--collectives allreduce,allgather] [-b 8 -e 256M -f 4]
                   [--iters 20 --warmup 5 --graphs 10] [--bin DIR] [--update tuning/algo.tsv]
@@ -87,6 +88,8 @@ def update_table(text, coll, kind, nranks, rows, note):
 def algorithms(bindir, coll, kind):
     out = subprocess.run([os.path.join(bindir, "mscclpp-info"), "--algorithms"], check=True,
                          capture_output=True, text=True).stdout
+    # Captured-only (zero-copy) algorithms are left out: a rule naming one serves captured calls
+    # only, so picking it would leave the other calls of that range to the default algorithm.
     return [f[0] for f in (l.split() for l in out.splitlines()) if len(f) == 3 and f[1] == coll and f[2] == kind]
 
 
