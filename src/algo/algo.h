@@ -52,6 +52,7 @@ struct algo_args {
   int root;
   void* stream;
   size_t bytes;           /* the message size the selection table uses (see tuning/algo.tsv) */
+  int captured;           /* GPU ranks: the stream is being captured into a CUDA graph (set by dispatch) */
 };
 
 /* A pre-multiplied-sum operator made by mscclppRedOpCreatePreMulSum. */

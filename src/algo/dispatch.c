@@ -31,14 +31,15 @@ mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a) {
   MPP_CHECK(planreg_dispatch(ac, a, &by_plan));
   if (by_plan) return mscclppSuccess;
   const struct algo_desc* d = NULL;
-  int captured = ac->kind == mscclppRankGpu && gpu_stream_captured(a->stream);
-  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, captured, &d));
+  struct algo_args call = *a;
+  call.captured = ac->kind == mscclppRankGpu && gpu_stream_captured(a->stream);
+  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, call.captured, &d));
   if (d == NULL) {
     if (ac->kind == mscclppRankGpu) return not_built(name);
     return MPP_ERR(mscclppInternalError, "%s: no algorithm registered for CPU ranks", name);
   }
   LOG_TRACE_(LOG_SUB_ALGO, "%s of %zu bytes on %d ranks: %s", name, a->bytes, ac->nranks, d->name);
-  return d->run(ac, a);
+  return d->run(ac, &call);
 }
 
 mscclppResult_t algo_dispatch_p2p(struct p2p_op* ops, int nops) {

@@ -24,6 +24,7 @@
 
 #include "algo/gpu/gpu.h"
 #include "algo/gpu/elem.cuh"
+#include "algo/gpu/round.cuh"
 
 __device__ __forceinline__ uint64_t share(uint64_t len, uint64_t lo, uint64_t cb) {
   return len > lo ? (len - lo < cb ? len - lo : cb) : 0;
@@ -41,20 +42,12 @@ __device__ __forceinline__ uint64_t peer_steps(const gx_plan& p, int q, uint64_t
   return p.p2p ? (p.pair_len[q] + C - 1) / C : all;
 }
 
-/* One signal/wait round of this block with every peer that takes part in step k (k == steps: the
- * closing round, with every peer that took part at all). The signal releases this block's writes
- * (made before the caller's __syncthreads) to the peer; the wait acquires the peer block's writes
- * before the __syncthreads after it. Returns nonzero in every thread when a wait failed. */
+/* The round of step k with every peer that takes part in it (k == steps: the closing round, with
+ * every peer that took part at all); nonzero in every thread when a wait failed. */
 __device__ int bulk_round(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64_t C, uint64_t steps) {
-  int rc = MSCCLPP_DEVICE_OK;
-  const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
   int q = (int)threadIdx.x;
   uint64_t mine = q < d.nranks ? peer_steps(p, q, C, steps) : 0;
-  if (q < d.nranks && q != d.rank && (k < mine || (k == steps && mine > 0))) {
-    mscclppMemoryChannelSignal(&ch[q]);
-    rc = mscclppMemoryChannelWait(&ch[q]);
-  }
-  return __syncthreads_or(rc != MSCCLPP_DEVICE_OK);
+  return gx_round(d, k < mine || (k == steps && mine > 0));
 }
 
 template <int DT>

@@ -51,24 +51,20 @@ GX_NARROW_TY(10, uint8_t, algo_e4m3_to_float, algo_float_to_e4m3)
 GX_NARROW_TY(11, uint8_t, algo_e5m2_to_float, algo_float_to_e5m2)
 #undef GX_NARROW_TY
 
-template <>
-struct Ty<7> {
-  typedef float T;
-  typedef float A;
-  static __device__ __forceinline__ A in(T x) { return x; }
-  static __device__ __forceinline__ T out(A a) { return a; }
-  static __device__ __forceinline__ T div(A a, int n) { return a / (float)n; }
-  static __device__ __forceinline__ A scale(A x, algo_scalar s) { return x * s.f; }
-};
-template <>
-struct Ty<8> {
-  typedef double T;
-  typedef double A;
-  static __device__ __forceinline__ A in(T x) { return x; }
-  static __device__ __forceinline__ T out(A a) { return a; }
-  static __device__ __forceinline__ T div(A a, int n) { return a / (double)n; }
-  static __device__ __forceinline__ A scale(A x, algo_scalar s) { return x * s.d; }
-};
+/* float and double: accumulate in the type itself. */
+#define GX_WIDE_TY(ID, TT, FIELD)                                                                \
+  template <>                                                                                  \
+  struct Ty<ID> {                                                                              \
+    typedef TT T;                                                                              \
+    typedef TT A;                                                                              \
+    static __device__ __forceinline__ A in(T x) { return x; }                                  \
+    static __device__ __forceinline__ T out(A a) { return a; }                                 \
+    static __device__ __forceinline__ T div(A a, int n) { return a / (TT)n; }                  \
+    static __device__ __forceinline__ A scale(A x, algo_scalar s) { return x * s.FIELD; }      \
+  };
+GX_WIDE_TY(7, float, f)
+GX_WIDE_TY(8, double, d)
+#undef GX_WIDE_TY
 
 __device__ __forceinline__ int64_t gx_comb(int64_t a, int64_t b, int op) { return algo_combine_i64(a, b, op); }
 __device__ __forceinline__ uint64_t gx_comb(uint64_t a, uint64_t b, int op) { return algo_combine_u64(a, b, op); }

@@ -63,8 +63,7 @@ static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, c
   in_out_bytes(ac, a, &inb, &outb);
   memset(h, 0, sizeof(*h));
   h->magic = ZC_MAGIC, h->coll = (uint32_t)a->coll, h->dtype = (uint32_t)a->dtype, h->count = a->count;
-  const char *s = a->send, *r = a->recv;
-  h->usable = !(a->coll == ALGO_COLL_ALLTOALL && s < r + outb && r < s + inb);
+  h->usable = !(a->coll == ALGO_COLL_ALLTOALL && a->send == a->recv); /* api.c refuses partial overlap */
   const void* ptr[2] = {a->send, a->recv};
   uint64_t len[2] = {inb, outb};
   for (int t = 0; t < 2; t++) {
@@ -147,7 +146,7 @@ static uint64_t zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
 
 static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
-  if (!gpu_stream_captured(a->stream) || a->count == 0 || (red && a->op == ALGO_OP_PREMUL)) return staged(ac, a);
+  if (!a->captured || a->count == 0 || (red && a->op == ALGO_OP_PREMUL)) return staged(ac, a);
   struct gpu_net* g;
   MPP_CHECK(gpu_net_get(ac, a->stream, &g));
   struct gx_zc z;

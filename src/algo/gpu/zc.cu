@@ -19,20 +19,7 @@
 
 #include "algo/gpu/gpu.h"
 #include "algo/gpu/elem.cuh"
-
-/* One round of this block with every peer: the signal releases the block's writes and reads made
- * before the caller's __syncthreads to the peer's block b; the wait acquires the peer block's.
- * Nonzero in every thread when a wait failed (the device-error record names it). */
-__device__ int zc_round(const gpu_dev& d) {
-  int rc = MSCCLPP_DEVICE_OK;
-  const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
-  int q = (int)threadIdx.x;
-  if (q < d.nranks && q != d.rank) {
-    mscclppMemoryChannelSignal(&ch[q]);
-    rc = mscclppMemoryChannelWait(&ch[q]);
-  }
-  return __syncthreads_or(rc != MSCCLPP_DEVICE_OK);
-}
+#include "algo/gpu/round.cuh"
 
 __device__ __forceinline__ uint64_t zc_share(uint64_t len, uint64_t lo, uint64_t chunk) {
   return len > lo ? (len - lo < chunk ? len - lo : chunk) : 0;
@@ -67,12 +54,12 @@ __device__ void zc_reduce(const gpu_dev& d, const gx_plan& p, const gx_zc& z, ui
 
 template <int DT, int OP>
 __global__ void __launch_bounds__(GPU_BULK_THREADS) zc_kernel(gpu_dev d, gx_plan p, gx_zc z) {
-  if (zc_round(d)) return; /* the rank's device-error record says who timed out */
+  if (gx_round(d, true)) return; /* the rank's device-error record says who timed out */
   uint64_t lo = (uint64_t)blockIdx.x * z.chunk;
   if (p.mode == GX_COPY) zc_put(d, p, z, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, z, lo);
   __syncthreads();
-  (void)zc_round(d);
+  (void)gx_round(d, true); /* the closing round */
 }
 
 typedef void (*zc_fn)(gpu_dev, gx_plan, gx_zc);

@@ -1,0 +1,26 @@
+/* round.cuh - the signal/wait round of the bulk and zero-copy kernels: block b of every rank pairs
+ * with block b of each peer on its own memory channel (chans[b * nranks + q]). */
+#ifndef MPP_ALGO_GPU_ROUND_CUH_
+#define MPP_ALGO_GPU_ROUND_CUH_
+
+#include <mscclpp/memory_channel.h>
+
+#include "algo/gpu/gpu.h"
+
+/* Thread q signals peer q and waits for its signal when `part` is true in that thread (q == rank
+ * and q >= nranks never take part). The signal releases this block's writes and reads made before
+ * the caller's __syncthreads to the peer's block; the wait acquires the peer block's before the
+ * __syncthreads here. Nonzero in every thread when a wait failed (the rank's device-error record
+ * says who timed out). */
+__device__ __forceinline__ int gx_round(const gpu_dev& d, bool part) {
+  int rc = MSCCLPP_DEVICE_OK;
+  const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
+  int q = (int)threadIdx.x;
+  if (part && q < d.nranks && q != d.rank) {
+    mscclppMemoryChannelSignal(&ch[q]);
+    rc = mscclppMemoryChannelWait(&ch[q]);
+  }
+  return __syncthreads_or(rc != MSCCLPP_DEVICE_OK);
+}
+
+#endif /* MPP_ALGO_GPU_ROUND_CUH_ */
