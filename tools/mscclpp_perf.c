@@ -246,7 +246,11 @@ static void* buf_alloc(struct bench* b, size_t bytes) {
 static void buf_put(struct bench* b, void* dst, const void* src, size_t bytes) {
   if (!b->gpu) memcpy(dst, src, bytes);
 #if MSCCLPP_HAVE_CUDA
-  else CUDA_OK(b, cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  else {
+    CUDA_OK(b, cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    /* from pageable memory the copy may return before its DMA landed: a peer may write here next */
+    CUDA_OK(b, cudaDeviceSynchronize());
+  }
 #endif
 }
 

@@ -204,6 +204,8 @@ static int dev_copy(const struct bufs* b, int to_dev) {
   uint64_t ro = (uint64_t)(b->recv - b->mem);
   cudaError_t e = to_dev ? cudaMemcpy(b->dmem, b->mem, b->sb + b->rb + 64, cudaMemcpyHostToDevice)
                          : cudaMemcpy(b->mem + ro, b->dmem + ro, b->rb, cudaMemcpyDeviceToHost);
+  /* from pageable memory the copy may return before its DMA landed: peers write into us next */
+  if (e == cudaSuccess && to_dev) e = cudaDeviceSynchronize();
   if (e != cudaSuccess) return fprintf(stderr, "cudaMemcpy: %s\n", cudaGetErrorString(e)), 1;
 #else
   (void)to_dev;

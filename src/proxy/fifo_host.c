@@ -46,6 +46,7 @@ static mscclppResult_t gpu_init(struct fifo_host* f, uint64_t start) {
   uint64_t init[2] = {start, start};
   CUDA_CHECK(cudaMemcpy(f->head, &init[0], 8, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(f->tail_cache, &init[1], 8, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaStreamSynchronize(0)); /* the copies may return before their DMA landed */
   return mscclppSuccess;
 }
 #endif

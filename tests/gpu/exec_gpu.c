@@ -86,6 +86,10 @@ static void prepare(const struct job* j, const struct verify_spec* s) {
   memset(g.host, 0xab, total);
   verify_fill(s, g.rank, 0, j->sb / es, g.host + j->soff);
   CUDA_OK(cudaMemcpy(g.dev, g.host, total, cudaMemcpyHostToDevice));
+  /* From pageable memory cudaMemcpy may return before its DMA has landed: without this a peer's
+   * kernel could write our output first and the late fill overwrite it (seen with ranks sharing
+   * a GPU). */
+  CUDA_OK(cudaDeviceSynchronize());
   CHECK_OK(mscclppBootstrapBarrier(g.comm)); /* no peer writes into our buffers before they are filled */
 }
 

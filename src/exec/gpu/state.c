@@ -20,6 +20,9 @@
 mscclppResult_t xg_upload(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return mscclppSuccess;
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  /* From pageable memory the copy may return before its DMA has landed, and the kernel that reads
+   * the table may run on a stream that does not wait for the legacy stream's copy: wait for it. */
+  CUDA_CHECK(cudaStreamSynchronize(0));
   return mscclppSuccess;
 }
 
