@@ -20,15 +20,38 @@
 
 #define XG_MAX_THREADS 1024
 #define XG_MAX_PTRS 4096 /* buffer pointers one op may need at once (shared memory, 32 KiB) */
+#define XG_STAGE_MAX (16 * 1024) /* a block's program is copied to shared memory up to this size */
 
 /* Port puts of an op pair with its channels one to one (dst d through channel d): the put and
  * its signal (and flush) go as one trigger. Kept in plan_op.pad of the device copy. */
 #define XG_OP_PAIRED 0x1u
 
-/* Where a block's ops, references and channel references start in the flat device arrays. */
-struct xg_block {
-  uint32_t op0, nops, ref0, chan0;
+/* A block's program is one segment of the image: a header (its counts), its ops (first_ref /
+ * first_chan count from the segment's references / channel references), references, each
+ * reference's port route, channel references and each channel reference's slot, in that order,
+ * every section 16-aligned (xg_seg_layout). Segments sit at a fixed stride (the largest), block b's
+ * at b * seg_stride, so a block finds its own without reading a table first. The kernel copies
+ * its segment into shared memory when the stride fits (xg_params.stage): decoding an op then
+ * reads no global memory. */
+struct xg_seg_head {
+  uint32_t nops, nrefs, nchans, pad;
 };
+
+/* Byte offsets of a segment's sections, and its size. */
+struct xg_seg {
+  uint32_t ops, refs, routes, chans, slots, bytes;
+};
+
+MSCCLPP_HOST_DEVICE_INLINE uint32_t xg_a16(uint32_t x) { return (x + 15u) & ~15u; }
+
+MSCCLPP_HOST_DEVICE_INLINE void xg_seg_layout(uint32_t nops, uint32_t nrefs, uint32_t nchans, struct xg_seg* s) {
+  s->ops = xg_a16((uint32_t)sizeof(struct xg_seg_head));
+  s->refs = s->ops + xg_a16(nops * (uint32_t)sizeof(struct plan_op));
+  s->routes = s->refs + xg_a16(nrefs * (uint32_t)sizeof(struct plan_ref));
+  s->chans = s->routes + xg_a16(nrefs * (uint32_t)sizeof(int32_t));
+  s->slots = s->chans + xg_a16(nchans * (uint32_t)sizeof(struct plan_chanref));
+  s->bytes = s->slots + xg_a16(nchans * (uint32_t)sizeof(int32_t));
+}
 
 /* The per-size layout (plan.h's plan_layout, the fields the kernel needs). */
 struct xg_layout {
@@ -61,12 +84,7 @@ struct xg_err {
 /* The kernel's parameters (passed by value; every pointer is device-visible). */
 struct xg_params {
   /* the plan's device image (image.c) */
-  const struct xg_block* blocks;
-  const struct plan_op* ops;        /* first_ref / first_chan are block-local */
-  const struct plan_ref* refs;
-  const struct plan_chanref* chans;
-  const int32_t* chan_slot;         /* per channel ref: memory semaphore / port channel slot */
-  const int32_t* ref_route;         /* per ref: index into port_ids for port puts, else -1 */
+  const char* prog;                 /* the blocks' program segments, seg_stride bytes apart */
   const int32_t* pch_slot;          /* plan-local port channel -> port channel slot */
   const int32_t* sw_ranks;          /* switch channel i: members sw_ranks[sw_off[i] ..+ sw_n[i]] */
   const int32_t* sw_off;
@@ -77,6 +95,10 @@ struct xg_params {
   const int64_t* sem_init;
   uint32_t* done;                   /* blocks of this call that finished */
   int32_t nblocks, nsems, nbarriers, maxptrs;
+  /* dynamic shared memory: maxptrs op pointers at 0, the call's buffer table (io, io_reg, scr:
+   * 5 * nranks pointers) at smem_io, the block's program segment at smem_prog if stage */
+  uint32_t smem_io, smem_prog, seg_stride;
+  int32_t stage, nranks, pad0;
   /* this call's buffers and channels */
   const uint32_t* port_ids;         /* the binding's port ids (bind.c), NULL without port puts */
   char* const* io;
@@ -96,6 +118,13 @@ struct xg_params {
 
 /* ---- the size rule of src/plan/sizes.c, for the kernel (must stay equal to it) --------------- */
 
+/* a / b, b > 0, by 32-bit division when both fit (a GPU thread divides 64-bit numbers by a long
+ * chain of dependent instructions: about 300 cycles, at every op). */
+MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_div(uint64_t a, uint64_t b) {
+  if (((a | b) >> 32) == 0) return (uint32_t)a / (uint32_t)b;
+  return a / b;
+}
+
 MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_group_off(const struct xg_layout* l, uint64_t j) {
   if (j >= l->chunks) return l->period;
   return j * l->unit_base + (j < l->extra ? j : l->extra) * l->align_unit;
@@ -104,7 +133,8 @@ MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_group_off(const struct xg_layout* l, uint
 /* Byte offset of chunk k of a buffer of type btype (data-equivalent for packets). */
 MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_chunk_off(const struct xg_layout* l, int btype, uint64_t k) {
   if (btype == PLAN_BUF_SCR) return k * l->slot;
-  return k / l->chunks * l->period + xg_group_off(l, k % l->chunks);
+  uint64_t q = xg_div(k, l->chunks);
+  return q * l->period + xg_group_off(l, k - q * l->chunks);
 }
 
 /* Bytes an op with references r[0..n) moves: its first input/output reference decides; an op on
@@ -130,8 +160,8 @@ MSCCLPP_HOST_DEVICE_INLINE void xg_window(uint64_t len, uint64_t it, uint64_t u,
     *n = *s >= len ? 0 : (len - *s < u ? len - *s : u);
   }
   if (tbg_size > 1) {
-    uint64_t per = (*n + tbg_size - 1) / tbg_size;
-    per = (per + align - 1) / align * align;
+    uint64_t per = xg_div(*n + tbg_size - 1, tbg_size);
+    per = xg_div(per + align - 1, align) * align;
     uint64_t lo = per * tbg_id, hi = lo + per;
     if (lo > *n) lo = *n;
     if (hi > *n) hi = *n;
@@ -142,7 +172,7 @@ MSCCLPP_HOST_DEVICE_INLINE void xg_window(uint64_t len, uint64_t it, uint64_t u,
 /* Iterations of a pipeline op at a layout. */
 MSCCLPP_HOST_DEVICE_INLINE uint64_t xg_pipe_iters(const struct xg_layout* l, const struct plan_op* op) {
   uint64_t total = (uint64_t)op->num_chunks * l->chunk_max;
-  return total ? (total + op->unit_size - 1) / op->unit_size : 1;
+  return total ? xg_div(total + op->unit_size - 1, op->unit_size) : 1;
 }
 
 #endif /* MPP_EXEC_GPU_DEV_H_ */

@@ -1,6 +1,6 @@
-/* image.c - a plan's device image for this rank: the lowered ops, references and channel
- * references of its blocks (plan.h) in flat device arrays, with what the kernel needs resolved on
- * the host (route.c): each channel reference's slot, each port put's route, the switch groups;
+/* image.c - a plan's device image for this rank: per block, one program segment (dev.h) with its
+ * lowered ops, references and channel references (plan.h) and what the kernel needs resolved on
+ * the host (route.c): each channel reference's slot, each port put's route; the switch groups;
  * and the plan's device state (barrier words, semaphores, the finished-block count). Made on the
  * plan's first call on the communicator (connecting the channels it needs), kept for the last
  * XG_MAX_IMAGES plans. */
@@ -16,8 +16,7 @@
 
 /* Byte offsets of the arrays inside the image's one allocation (each 16-aligned). */
 struct layout_off {
-  size_t blocks, ops, refs, chans, slots, routes, pch, sw_ranks, sw_off, sw_n, bar_count, bar_round, sems, sem_init,
-      done, total;
+  size_t prog, pch, sw_ranks, sw_off, sw_n, bar_count, bar_round, sems, sem_init, done, total;
 };
 
 static size_t take(size_t* at, size_t bytes) {
@@ -26,14 +25,20 @@ static size_t take(size_t* at, size_t bytes) {
   return o;
 }
 
-static void plan_offsets(const struct xg_counts* n, int npch, struct layout_off* o) {
+/* The segment stride: the largest block's program (dev.h). */
+static uint32_t seg_stride(const struct plan_rank* pr) {
+  uint32_t most = 0;
+  for (int b = 0; b < pr->nblocks; b++) {
+    struct xg_seg sg;
+    xg_seg_layout(pr->blocks[b].nops, pr->blocks[b].nrefs, pr->blocks[b].nchans, &sg);
+    if (sg.bytes > most) most = sg.bytes;
+  }
+  return most;
+}
+
+static void plan_offsets(const struct plan_rank* pr, const struct xg_counts* n, int npch, struct layout_off* o) {
   size_t at = 0;
-  o->blocks = take(&at, (size_t)n->nblocks * sizeof(struct xg_block));
-  o->ops = take(&at, n->ops * sizeof(struct plan_op));
-  o->refs = take(&at, n->refs * sizeof(struct plan_ref));
-  o->chans = take(&at, n->chans * sizeof(struct plan_chanref));
-  o->slots = take(&at, n->chans * sizeof(int32_t));
-  o->routes = take(&at, n->refs * sizeof(int32_t));
+  o->prog = take(&at, (size_t)pr->nblocks * seg_stride(pr));
   o->pch = take(&at, (size_t)npch * sizeof(int32_t));
   o->sw_ranks = take(&at, n->sw_members * sizeof(int32_t));
   o->sw_off = take(&at, (size_t)n->nswitch * sizeof(int32_t));
@@ -46,23 +51,33 @@ static void plan_offsets(const struct xg_counts* n, int npch, struct layout_off*
   o->total = at;
 }
 
+/* Block bl's program segment at seg (laid out as xg_seg_layout); op, ref, ch: the block's first
+ * op, reference and channel reference in the rank-wide arrays of rt. */
+static void stage_block(const struct plan_block* bl, const struct xg_routes* rt, uint32_t op, uint32_t ref, uint32_t ch,
+                        char* seg) {
+  struct xg_seg sg;
+  xg_seg_layout(bl->nops, bl->nrefs, bl->nchans, &sg);
+  *(struct xg_seg_head*)seg = (struct xg_seg_head){.nops = bl->nops, .nrefs = bl->nrefs, .nchans = bl->nchans};
+  if (bl->nops) memcpy(seg + sg.ops, bl->ops, bl->nops * sizeof(struct plan_op));
+  for (uint32_t i = 0; i < bl->nops; i++) ((struct plan_op*)(seg + sg.ops))[i].pad = rt->op_flags[op + i];
+  if (bl->nrefs) {
+    memcpy(seg + sg.refs, bl->refs, bl->nrefs * sizeof(struct plan_ref));
+    memcpy(seg + sg.routes, rt->route + ref, bl->nrefs * sizeof(int32_t));
+  }
+  if (bl->nchans) {
+    memcpy(seg + sg.chans, bl->chans, bl->nchans * sizeof(struct plan_chanref));
+    memcpy(seg + sg.slots, rt->slot + ch, bl->nchans * sizeof(int32_t));
+  }
+}
+
 /* Copies the plan's arrays into the host staging area h (laid out as o). */
 static void stage_plan(const struct plan_rank* pr, const struct xg_routes* rt, const struct layout_off* o, char* h) {
-  struct xg_block* blocks = (struct xg_block*)(h + o->blocks);
-  uint32_t op = 0, ref = 0, ch = 0;
+  uint32_t op = 0, ref = 0, ch = 0, stride = seg_stride(pr);
   for (int b = 0; b < pr->nblocks; b++) {
     const struct plan_block* bl = &pr->blocks[b];
-    blocks[b] = (struct xg_block){.op0 = op, .nops = bl->nops, .ref0 = ref, .chan0 = ch};
-    if (bl->nops) memcpy(h + o->ops + op * sizeof(struct plan_op), bl->ops, bl->nops * sizeof(struct plan_op));
-    if (bl->nrefs) memcpy(h + o->refs + ref * sizeof(struct plan_ref), bl->refs, bl->nrefs * sizeof(struct plan_ref));
-    if (bl->nchans)
-      memcpy(h + o->chans + ch * sizeof(struct plan_chanref), bl->chans, bl->nchans * sizeof(struct plan_chanref));
+    stage_block(bl, rt, op, ref, ch, h + o->prog + (size_t)b * stride);
     op += bl->nops, ref += bl->nrefs, ch += bl->nchans;
   }
-  struct plan_op* ops = (struct plan_op*)(h + o->ops);
-  for (uint32_t i = 0; i < op; i++) ops[i].pad = rt->op_flags[i];
-  memcpy(h + o->slots, rt->slot, ch * sizeof(int32_t));
-  memcpy(h + o->routes, rt->route, ref * sizeof(int32_t));
   memcpy(h + o->pch, rt->pch_slot, (size_t)rt->npch * sizeof(int32_t));
   int32_t *ranks = (int32_t*)(h + o->sw_ranks), *off = (int32_t*)(h + o->sw_off), *cnt = (int32_t*)(h + o->sw_n);
   int32_t at = 0;
@@ -76,17 +91,23 @@ static void stage_plan(const struct plan_rank* pr, const struct xg_routes* rt, c
   }
 }
 
+/* The kernel's dynamic shared memory: the op pointers, the call's buffer table, and each block's
+ * program segment when the largest fits in XG_STAGE_MAX bytes. */
+static void smem_plan(struct xg_image* img, const struct plan_rank* pr, int nranks) {
+  struct xg_params* p = &img->p;
+  p->seg_stride = seg_stride(pr);
+  p->smem_io = xg_a16((uint32_t)img->maxptrs * (uint32_t)sizeof(char*));
+  p->smem_prog = p->smem_io + xg_a16(5u * (uint32_t)nranks * (uint32_t)sizeof(char*));
+  p->stage = p->seg_stride <= XG_STAGE_MAX;
+  p->nranks = nranks;
+  img->smem = p->smem_prog + (p->stage ? p->seg_stride : 0);
+}
+
 /* The kernel's parameters that come from the image, pointing into its allocation at d. */
 static void image_params(struct xg_image* img, const struct mscclppPlan* plan, const struct plan_rank* pr,
                          const struct layout_off* o, char* d) {
   struct xg_params* p = &img->p;
-  memset(p, 0, sizeof(*p));
-  p->blocks = (const struct xg_block*)(d + o->blocks);
-  p->ops = (const struct plan_op*)(d + o->ops);
-  p->refs = (const struct plan_ref*)(d + o->refs);
-  p->chans = (const struct plan_chanref*)(d + o->chans);
-  p->chan_slot = (const int32_t*)(d + o->slots);
-  p->ref_route = (const int32_t*)(d + o->routes);
+  p->prog = d + o->prog;
   p->pch_slot = (const int32_t*)(d + o->pch);
   p->sw_ranks = (const int32_t*)(d + o->sw_ranks);
   p->sw_off = (const int32_t*)(d + o->sw_off);
@@ -100,6 +121,17 @@ static void image_params(struct xg_image* img, const struct mscclppPlan* plan, c
   p->align = plan->align < 8 ? 8 : plan->align;
   p->plan_id = plan->id;
   p->double_scratch = plan->double_scratch;
+}
+
+/* Dynamic shared memory above 48 KiB needs the kernel's opt-in, up to what the device allows. */
+static mscclppResult_t smem_allow(const struct xg_image* img, const struct mscclppPlan* plan, int rank) {
+  if (img->smem <= 48 * 1024) return mscclppSuccess;
+  cudaError_t e = (cudaError_t)xg_smem_optin(img->smem);
+  if (e != cudaSuccess)
+    return MPP_ERR(mscclppInvalidUsage, "%s: gpu %d needs %zu bytes of shared memory per block (%d pointers for its "
+                   "largest op, %d ranks' buffers); this GPU gives less: %s", plan->file, rank, img->smem, img->maxptrs,
+                   img->p.nranks, cudaGetErrorString(e));
+  return mscclppSuccess;
 }
 
 /* Every block of the plan must be resident at once (blocks wait for each other). */
@@ -119,7 +151,7 @@ static mscclppResult_t check_fits(const struct xg_image* img, const struct msccl
 static mscclppResult_t build_mem(struct xg_image* img, const struct mscclppPlan* plan, const struct plan_rank* pr,
                                  const struct xg_counts* n, const struct xg_routes* rt) {
   struct layout_off o;
-  plan_offsets(n, rt->npch, &o);
+  plan_offsets(pr, n, rt->npch, &o);
   char* h = calloc(1, o.total);
   if (!h) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory for %s", plan->file);
   stage_plan(pr, rt, &o, h);
@@ -157,7 +189,9 @@ static mscclppResult_t build(struct xg_state* st, const struct mscclppPlan* plan
   struct xg_routes rt;
   MPP_CHECK(xg_count(plan, st->rank, &n));
   img->nblocks = pr->nblocks, img->threads = (int)plan->threads_per_block, img->maxptrs = (int)n.maxptrs;
-  img->smem = (size_t)n.maxptrs * sizeof(char*);
+  memset(&img->p, 0, sizeof(img->p));
+  smem_plan(img, pr, st->nranks);
+  MPP_CHECK(smem_allow(img, plan, st->rank));
   MPP_CHECK(check_fits(img, plan, st->rank, st->dev));
   MPP_CHECK(xg_routes_make(st, plan, &n, &rt));
   res = build_mem(img, plan, pr, &n, &rt);

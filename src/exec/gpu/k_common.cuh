@@ -22,11 +22,17 @@ struct xk {
   uint32_t flag;         /* this call's packet flag */
   uint64_t half;         /* this call's scratch half (byte offset) */
   uint64_t launch;       /* this call's number */
-  const struct plan_ref* refs;       /* the block's references */
+  uint32_t nops;                     /* the block's ops ... */
+  const struct plan_op* ops;
+  const struct plan_ref* refs;       /* ... references, channel references, their slots and routes
+                                      * (shared memory when staged, else the image) */
   const struct plan_chanref* chans;  /* the block's channel references */
   const int32_t* slots;              /* ... their slots */
   const int32_t* routes;             /* the block's ref routes */
   char** ptrs;                       /* shared: XG_MAX_PTRS buffer pointers of the running op */
+  char* const* io;                   /* shared: the call's buffer table (dev.h: io, io_reg, scr) */
+  char* const* io_reg;
+  char* const* scr;
   volatile int* rc;                  /* shared: nonzero once a thread of the block failed */
 };
 
@@ -35,14 +41,14 @@ __device__ __forceinline__ uint32_t xk_nt() { return blockDim.x; }
 
 /* Rank owner's buffer of type btype in this call (scratch: this call's half). */
 __device__ __forceinline__ char* xk_base(const xk& k, int owner, int btype) {
-  if (btype == PLAN_BUF_SCR) return k.P->scr[owner] + k.half;
-  return k.P->io[owner * 2 + btype];
+  if (btype == PLAN_BUF_SCR) return k.scr[owner] + k.half;
+  return k.io[owner * 2 + btype];
 }
 
 /* Start of the registration that holds rank owner's buffer of type btype (port-put offsets). */
 __device__ __forceinline__ char* xk_reg(const xk& k, int owner, int btype) {
-  if (btype == PLAN_BUF_SCR) return k.P->scr[owner];
-  return k.P->io_reg[owner * 2 + btype];
+  if (btype == PLAN_BUF_SCR) return k.scr[owner];
+  return k.io_reg[owner * 2 + btype];
 }
 
 __device__ __forceinline__ int xk_owner(const xk& k, const plan_ref& r) {

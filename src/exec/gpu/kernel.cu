@@ -5,7 +5,11 @@
  * Per call (device state, so CUDA graph replays advance too): the call's number is the device
  * word `launches` + 1; its packet flag is that number (never 0) and, with double scratch, its
  * scratch half is its parity. The last block to finish resets the plan's semaphores and barrier
- * counts and advances `launches`. */
+ * counts and advances `launches`.
+ *
+ * Each block starts by copying its program segment, the parameters and the call's buffer table
+ * into shared memory (one round of loads): decoding an op then touches no global memory, where
+ * each dependent read costs the op hundreds of cycles (docs/plans.md, Plan images). */
 #include <cuda_runtime.h>
 
 #include "exec/gpu/k_pkt.cuh"
@@ -49,7 +53,8 @@ __device__ void xk_op(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
 }
 
 /* Runs op (index `index` in the block) at pipeline iteration it of unit u (0: no pipeline), then
- * the block barrier. Returns nonzero once any thread of the block failed (the same in all). */
+ * the block barrier. Returns nonzero once any thread of the block failed (the same in all).
+ * Every thread stores the same op index and code into the shared view (read only by xk_fail). */
 __device__ int xk_run(xk& k, const plan_op& op, uint32_t index, uint64_t it, uint64_t u) {
   k.op_index = index;
   k.code = op.code;
@@ -62,20 +67,17 @@ __device__ int xk_run(xk& k, const plan_op& op, uint32_t index, uint64_t it, uin
 
 /* Every op of the block, in order. */
 __device__ void xk_block(xk& k) {
-  const xg_block bl = k.P->blocks[k.b];
-  const plan_op* ops = k.P->ops + bl.op0;
-  for (uint32_t i = 0; i < bl.nops; i++) {
-    const plan_op op = ops[i];
+  const plan_op* ops = k.ops;
+  for (uint32_t i = 0; i < k.nops; i++) {
+    const plan_op& op = ops[i];
     if (op.code != PLAN_OP_PIPELINE) {
       if (xk_run(k, op, i, 0, 0)) return;
       continue;
     }
     uint64_t iters = xg_pipe_iters(&k.P->layout, &op);
     for (uint64_t it = 0; it < iters; it++)
-      for (uint32_t j = 1; j <= op.nested; j++) {
-        const plan_op nested = ops[i + j];
-        if (xk_run(k, nested, i + j, it, op.unit_size)) return;
-      }
+      for (uint32_t j = 1; j <= op.nested; j++)
+        if (xk_run(k, ops[i + j], i + j, it, op.unit_size)) return;
     i += op.nested;
   }
 }
@@ -84,50 +86,94 @@ __device__ void xk_block(xk& k) {
 __device__ void xk_finish(const xg_params& P, uint64_t launch) {
   __syncthreads();
   if (threadIdx.x != 0) return;
-  /* Release: this block's updates of the semaphores and barrier words precede its arrival. */
-  __threadfence();
-  if (atomicAdd(P.done, 1u) + 1 != gridDim.x) return;
-  /* Acquire: every other block's updates are visible before the reset below. */
-  __threadfence();
+  /* Release: the block's updates of the semaphores and barrier words (ordered before thread 0 by
+   * the __syncthreads) precede its arrival; acquire: the last to arrive sees every other
+   * block's before the reset below. */
+  unsigned prev;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(P.done) : "memory");
+  if (prev + 1 != gridDim.x) return;
   *P.done = 0;
   for (int i = 0; i < P.nsems; i++) P.sems[i] = (unsigned long long)P.sem_init[i];
   for (int i = 0; i < P.nbarriers; i++) P.bar_count[i] = 0;
   P.words->launches = launch; /* the next launch (a later kernel) reads it */
 }
 
+/* The block's start, every thread: copies the parameters to Ps, the call's buffer table to io
+ * and, when staged, the block's program segment (from) to seg (all shared), every load issued
+ * before the first store waits. Reading the parameters through a pointer (as the ops do, by k.P)
+ * would go to memory once per line and launch; from shared memory it costs nothing. */
+__device__ void xk_stage(const xg_params& P, const char* from, xg_params* Ps, char** io, char* seg) {
+  uint32_t nio = 5u * (uint32_t)P.nranks, n2 = 2u * (uint32_t)P.nranks, npar = sizeof(xg_params) / 8u;
+  uint32_t nvec = P.stage && from ? P.seg_stride / 16u : 0u;
+  for (uint32_t i = threadIdx.x; i < npar + nio + nvec; i += blockDim.x) {
+    if (i < npar) {
+      ((uint2*)Ps)[i] = ((const uint2*)&P)[i];
+    } else if (i < npar + nio) {
+      uint32_t j = i - npar, at = j < n2 ? j : j < 2 * n2 ? j - n2 : j - 2 * n2;
+      char* const* t = j < n2 ? P.io : j < 2 * n2 ? P.io_reg : P.scr;
+      io[j] = t ? t[at] : NULL; /* no table: the plan uses no such buffer (no scratch, say) */
+    } else {
+      uint32_t v = i - npar - nio;
+      ((uint4*)seg)[v] = ((const uint4*)from)[v];
+    }
+  }
+}
+
+/* Thread 0, once the segment is in place: the block's ops, references and channel references
+ * (none for a block beyond the plan's: seg NULL). */
+__device__ void xk_program(xk& k, const char* seg) {
+  k.nops = 0;
+  if (!seg) return;
+  xg_seg_head h = *(const xg_seg_head*)seg;
+  struct xg_seg sg;
+  xg_seg_layout(h.nops, h.nrefs, h.nchans, &sg);
+  k.nops = h.nops;
+  k.ops = (const plan_op*)(seg + sg.ops);
+  k.refs = (const plan_ref*)(seg + sg.refs);
+  k.routes = (const int32_t*)(seg + sg.routes);
+  k.chans = (const plan_chanref*)(seg + sg.chans);
+  k.slots = (const int32_t*)(seg + sg.slots);
+}
+
 extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const __grid_constant__ xg_params P) {
-  extern __shared__ char* xg_shared_ptrs[];
+  extern __shared__ __align__(16) char xg_smem[];
   __shared__ int rc;
-  __shared__ unsigned long long launch;
+  /* The block's view and the parameters are the same for all its threads: one copy of each in
+   * shared memory (a per-thread view would live in local memory, its address being taken). */
+  __shared__ xk k;
+  __shared__ xg_params Ps;
+  const char* from = (int)blockIdx.x < P.nblocks ? P.prog + (uint64_t)blockIdx.x * P.seg_stride : NULL;
+  char** io = (char**)(xg_smem + P.smem_io);
+  const char* seg = P.stage || !from ? xg_smem + P.smem_prog : from;
   if (threadIdx.x == 0) {
     rc = 0;
-    launch = *(volatile uint64_t*)&P.words->launches + 1;
+    uint64_t launch = *(volatile uint64_t*)&P.words->launches + 1;
+    k.P = &Ps;
+    k.b = blockIdx.x;
+    k.op_index = 0;
+    k.code = -1;
+    k.launch = launch;
+    k.flag = (uint32_t)launch ? (uint32_t)launch : 1u;
+    k.half = P.double_scratch ? (launch & 1ull) * P.layout.scr_stride : 0;
+    k.ptrs = (char**)xg_smem;
+    k.io = io, k.io_reg = io + 2 * P.nranks, k.scr = io + 4 * P.nranks;
+    k.rc = &rc;
   }
+  xk_stage(P, from, &Ps, io, (char*)seg);
   __syncthreads();
-  xk k;
-  k.P = &P;
-  k.b = blockIdx.x;
-  k.op_index = 0;
-  k.code = -1;
-  k.launch = launch;
-  k.flag = (uint32_t)launch ? (uint32_t)launch : 1u;
-  k.half = P.double_scratch ? (launch & 1ull) * P.layout.scr_stride : 0;
-  k.ptrs = xg_shared_ptrs;
-  k.rc = &rc;
-  if ((int)blockIdx.x < P.nblocks) {
-    const xg_block& bl = P.blocks[blockIdx.x];
-    k.refs = P.refs + bl.ref0;
-    k.chans = P.chans + bl.chan0;
-    k.slots = P.chan_slot + bl.chan0;
-    k.routes = P.ref_route + bl.ref0;
-    xk_block(k);
-  }
-  xk_finish(P, launch);
+  if (threadIdx.x == 0) xk_program(k, from ? seg : NULL);
+  __syncthreads();
+  xk_block(k);
+  xk_finish(P, k.launch);
 }
 
 extern "C" int xg_launch(const struct xg_params* p, int grid, int threads, size_t smem, void* stream) {
   xg_kernel<<<grid, threads, smem, (cudaStream_t)stream>>>(*p);
   return (int)cudaGetLastError();
+}
+
+extern "C" int xg_smem_optin(size_t smem) {
+  return (int)cudaFuncSetAttribute(xg_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
 }
 
 extern "C" int xg_occupancy(int threads, size_t smem, int* per_sm) {

@@ -13,6 +13,8 @@ extern "C" {
 /* Launches the kernel on stream: grid blocks (one per threadblock of the plan's rank, at least
  * one) of `threads` threads with smem bytes of dynamic shared memory (the pointer array). */
 int xg_launch(const struct xg_params* p, int grid, int threads, size_t smem, void* stream);
+/* Lets the kernel take smem bytes of dynamic shared memory (needed above 48 KiB). */
+int xg_smem_optin(size_t smem);
 /* How many blocks of that shape one SM of the current device runs at once. */
 int xg_occupancy(int threads, size_t smem, int* per_sm);
 

@@ -46,6 +46,19 @@ static void params(const struct xg_state* st, const struct xg_image* img, const 
   p->rank = st->rank, p->dtype = c->dtype, p->esize = (int32_t)c->esize, p->pkt = c->packet;
 }
 
+/* Threads per block of this call: at every op each warp of a block adds to its barrier and its
+ * decoding, so a small call gets a thread per thread_bytes of the larger buffer's share per block
+ * (whole warps, at least 64), never more than the plan's. The ops split their work over however
+ * many threads run, so the count changes only the time. */
+static int call_threads(const struct xg_state* st, const struct xg_image* img, const struct call* c) {
+  if (st->thread_bytes <= 0 || img->nblocks <= 0) return img->threads;
+  uint64_t big = c->sb > c->rb ? c->sb : c->rb;
+  uint64_t want = big / (uint64_t)img->nblocks / (uint64_t)st->thread_bytes + 1;
+  want = (want + 31) / 32 * 32;
+  if (want < 64) want = 64;
+  return want < (uint64_t)img->threads ? (int)want : img->threads;
+}
+
 static mscclppResult_t run_locked(struct xg_state* st, struct mscclppPlan* plan, const struct call* c) {
   MPP_CHECK(xg_check(st));
   struct plan_layout l;
@@ -63,10 +76,11 @@ static mscclppResult_t run_locked(struct xg_state* st, struct mscclppPlan* plan,
   MPP_CHECK(xg_bind_get(st, img, ctx, c->stream, &ports));
   struct xg_params p;
   params(st, img, ctx, ports, &l, c, &p);
-  cudaError_t e = (cudaError_t)xg_launch(&p, img->nblocks > 0 ? img->nblocks : 1, img->threads, img->smem, c->stream);
+  int threads = call_threads(st, img, c);
+  cudaError_t e = (cudaError_t)xg_launch(&p, img->nblocks > 0 ? img->nblocks : 1, threads, img->smem, c->stream);
   if (e != cudaSuccess)
     return MPP_ERR(mscclppUnhandledCudaError, "%s: launching the executor kernel on rank %d (%d blocks of %d threads): %s",
-                   plan->file, st->rank, img->nblocks, img->threads, cudaGetErrorString(e));
+                   plan->file, st->rank, img->nblocks, threads, cudaGetErrorString(e));
   return mscclppSuccess;
 }
 

@@ -11,6 +11,7 @@
 #include "core/comm.h"
 #include "core/connection.h"
 #include "util/err.h"
+#include "util/param.h"
 
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -102,6 +103,7 @@ static mscclppResult_t state_make(struct mscclppComm* comm, void** out) {
     return res;
   }
   ext_wait_info(st->x, -1, -1, &st->wait);
+  st->thread_bytes = param_int(PARAM_EXEC_GPU_THREAD_BYTES);
   *out = st;
   return mscclppSuccess;
 }

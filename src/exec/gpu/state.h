@@ -86,6 +86,7 @@ struct xg_state {
   pthread_mutex_t mu;          /* one call at a time on the host side */
   struct chan_ext* x;
   mscclppWaitInfo wait;        /* the kernel's own waits (barriers, semaphores, packets) */
+  int64_t thread_bytes;        /* MSCCLPP_EXEC_GPU_THREAD_BYTES (run.c: threads per block of a call) */
   struct xg_words* words;      /* device */
   struct xg_err* err_host;     /* host-mapped */
   struct xg_err* err_dev;
