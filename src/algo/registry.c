@@ -37,6 +37,10 @@ static const struct algo_desc registry[] = {
     ZC_ROW(gpu_allgather_zc, ALGO_COLL_ALLGATHER),
     ZC_ROW(gpu_reducescatter_zc, ALGO_COLL_REDUCESCATTER),
     ZC_ROW(gpu_alltoall_zc, ALGO_COLL_ALLTOALL),
+    ZC_ROW(gpu_allreduce_ce, ALGO_COLL_ALLREDUCE),
+    ZC_ROW(gpu_allgather_ce, ALGO_COLL_ALLGATHER),
+    ZC_ROW(gpu_reducescatter_ce, ALGO_COLL_REDUCESCATTER),
+    ZC_ROW(gpu_alltoall_ce, ALGO_COLL_ALLTOALL),
 #undef ZC_ROW
 #undef GPU_ROW
 };

@@ -1,9 +1,14 @@
 # GPU tests of the built-in collectives (label gpu; 77 = skipped without enough GPUs): every
 # collective x datatype x operator x in/out of place at odd sizes, per algorithm family, on 2 and 4
-# ranks (the 4-rank runs skip on a 2-GPU machine). C, public API plus src/algo/verify.h.
+# ranks (the 4-rank runs skip on a 2-GPU machine), and the graph-only families and the table on 8.
+# C, public API plus src/algo/verify.h.
 set(GDIR ${CMAKE_CURRENT_LIST_DIR})
-foreach(variant ll ll2 bulk1 bulk table zc)
-  foreach(n 2 4)
+foreach(variant ll ll2 bulk1 bulk table zc ce)
+  set(_ranks 2 4)
+  if(variant STREQUAL "table" OR variant STREQUAL "zc" OR variant STREQUAL "ce")
+    list(APPEND _ranks 8)
+  endif()
+  foreach(n ${_ranks})
     mpp_gpu_test(coll_gpu NRANKS ${n} TESTNAME coll_gpu_${variant}_n${n} ARGS ${variant} SOURCES ${GDIR}/coll_gpu.c)
   endforeach()
 endforeach()

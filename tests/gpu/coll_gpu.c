@@ -9,6 +9,7 @@
  *                        table: the tuning table's choice, sizes across the crossovers
  *                        zc: the zero-copy algorithms; each batch is captured into a CUDA graph
  *                        and replayed once (in-place alltoall and premulsum take the bulk path)
+ *                        ce: the copy-engine algorithms, captured like zc (4 KiB pipeline steps)
  * Exits 77 without CUDA or with fewer GPUs than local ranks. */
 #include <stdint.h>
 #include <stdio.h>
@@ -120,11 +121,11 @@ static void replay_once(void) {
   CUDA_OK(cudaGraphDestroy(graph));
 }
 
-/* Zero-copy launches on this rank so far (the zc variant checks the captured calls took them). */
+/* Graph-only launches on this rank so far (zc and ce check that the captured calls took them). */
 static uint64_t zc_launches(void) {
   struct algo_comm* ac = NULL;
   CHECK_OK(algo_comm_get(g.comm, &ac));
-  return ac->gnet ? ac->gnet->zc_launches : 0;
+  return ac->gnet ? ac->gnet->graph_launches : 0;
 }
 
 /* BATCH calls of one case queued back to back (fresh inputs each), then every output checked. */
@@ -224,8 +225,12 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc", 1);
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1); /* several blocks at small sizes */
     g.graph = 1;
+  } else if (strcmp(variant, "ce") == 0) {
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_ce,gpu_allgather_ce,gpu_reducescatter_ce,gpu_alltoall_ce", 1);
+    setenv("MSCCLPP_ALGO_GPU_CE_CHUNK", "4096", 1); /* several pipeline steps at small sizes */
+    g.graph = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc)", variant);
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, ce)", variant);
   }
   init();
   if (g.graph) { /* the communicator's first collective cannot be captured (setup) */
@@ -247,7 +252,7 @@ int main(int argc, char** argv) {
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
     if (g.graph && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
       uint64_t z = zc_launches();
-      CHECK_MSG(z > zc_seen, "rank %d: no zero-copy launch for the captured %s calls", g.rank, algo_coll_name(coll));
+      CHECK_MSG(z > zc_seen, "rank %d: no %s launch for the captured %s calls", g.rank, variant, algo_coll_name(coll));
       zc_seen = z;
     }
   }

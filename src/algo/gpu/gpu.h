@@ -75,10 +75,13 @@ struct gx_zc {
   int put_reduced;
 };
 
+struct gpu_ce;
+
 struct gpu_net {
   struct gpu_dev d;
   struct ubuf_cache ub; /* the users' buffers of zero-copy calls (zc.c) */
-  uint64_t zc_launches; /* zero-copy kernels launched (tests check captured calls took them) */
+  uint64_t graph_launches; /* zero-copy / copy-engine calls launched (tests check captured calls took them) */
+  struct gpu_ce* ce;       /* the copy-engine collectives' streams and buffer (ce.c), made on first use */
   mscclppConnection_t conn[GPU_MAX_RANKS];
   mscclppRegMem_t scratch_reg;
   mscclppRegMem_t peer_scratch[GPU_MAX_RANKS];
@@ -137,6 +140,26 @@ mscclppResult_t gpu_allreduce_zc(struct algo_comm* ac, const struct algo_args* a
 mscclppResult_t gpu_allgather_zc(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_reducescatter_zc(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_alltoall_zc(struct algo_comm* ac, const struct algo_args* a);
+/* Copy engine (ce.c): for calls captured into a CUDA graph; others run the bulk sibling. */
+mscclppResult_t gpu_allreduce_ce(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_allgather_ce(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_reducescatter_ce(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_alltoall_ce(struct algo_comm* ac, const struct algo_args* a);
+void gpu_ce_free(struct gpu_ce* ce);
+/* 1 when a graph-only algorithm (zc, ce) runs call a itself: captured, not empty, no premulsum
+ * reduction; else it runs its bulk sibling. */
+int gpu_graph_only_runs(const struct algo_args* a);
+/* Every rank's buffers of captured call a as mapped here (collective over the communicator: every
+ * rank swaps its buffers' registrations with every peer; zc.c). *usable: every rank can take the
+ * zero-copy path (not an in-place alltoall anywhere). */
+mscclppResult_t gpu_zc_map(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
+                           int* usable);
+/* The copy-engine kernels (ce.cu): a signal/wait round with every peer on block 0's channels, and
+ * dst = reduction of srcs[0..n) (rank order) over bytes, a local kernel. */
+mscclppResult_t gpu_launch_ce_round(const struct gpu_dev* d, void* stream);
+mscclppResult_t gpu_launch_ce_reduce(int dtype, int op, char* dst, const char* const* srcs, int n, uint64_t bytes,
+                                     void* stream);
+mscclppResult_t gpu_preload_ce(void);
 /* The plans of collective a on rank `rank` of nranks (1, or 2 for a two-phase allreduce: reduce-
  * scatter, then allgather); pure, for the run functions and the CPU-side plan test. */
 int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]);

@@ -119,10 +119,8 @@ static mscclppResult_t exchange(struct gpu_net* g, struct algo_comm* ac, mscclpp
   return res;
 }
 
-/* Every rank's buffers of this call as mapped here (collective over the communicator). Driver
- * calls that capture would refuse run in relaxed capture mode: none of them touches the stream. */
-static mscclppResult_t zc_map(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
-                              int* usable) {
+mscclppResult_t gpu_zc_map(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
+                           int* usable) {
   memset(z, 0, sizeof(*z));
   z->peer_src[ac->rank] = a->send, z->peer_dst[ac->rank] = a->recv;
   enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
@@ -144,14 +142,18 @@ static uint64_t zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
   return (c + 15) / 16 * 16;
 }
 
-static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
+int gpu_graph_only_runs(const struct algo_args* a) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
-  if (!a->captured || a->count == 0 || (red && a->op == ALGO_OP_PREMUL)) return staged(ac, a);
+  return a->captured && a->count > 0 && !(red && a->op == ALGO_OP_PREMUL);
+}
+
+static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
+  if (!gpu_graph_only_runs(a)) return staged(ac, a);
   struct gpu_net* g;
   MPP_CHECK(gpu_net_get(ac, a->stream, &g));
   struct gx_zc z;
   int usable = 0;
-  MPP_CHECK(zc_map(g, ac, a, &z, &usable));
+  MPP_CHECK(gpu_zc_map(g, ac, a, &z, &usable));
   if (!usable) {
     LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
     return staged(ac, a);
@@ -161,7 +163,7 @@ static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, a
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
   z.chunk = zc_chunk(g, p[0].maxlen);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
-  g->zc_launches++;
+  g->graph_launches++;
   return mscclppSuccess;
 }
 
