@@ -72,7 +72,7 @@ perf() { # perf NAME COLL SIZES ARGS...
   local rc=$?
   add "perf $name ($ngpus GPU ranks)" "exit $rc$(grep -q 'FAILED' "$out/perf-$name.txt" && echo ', WRONG RESULTS')"
   # rows: size count type redop root time algbw busbw #wrong (x2) impl; ratio rows: size nccl/ours r r ratio
-  perf_table+=("$(awk -v c="$coll" '
+  perf_table+=("$(awk -v c="${label:-$coll}" '
     $NF == "mscclpp" { ours[$1] = $6; bw[$1] = $8; wr[$1] = $9 }
     $NF == "nccl"    { nccl[$1] = $6; nbw[$1] = $8 }
     $NF == "ratio"   { printf "%-14s %11s %10s %10s %8s %9s %9s %6s\n", c, $1, ours[$1], nccl[$1], $3, bw[$1], nbw[$1], wr[$1] }
@@ -84,6 +84,18 @@ if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PERF:-1}" != 0 ]; then
     perf "$coll-small" "$coll" 8,1K,64K,1M,16M -n 20 -w 5 -G 20 -c 1
     perf "$coll-large" "$coll" 256M,1G -n 10 -w 2 -G 3 -c 0
   done
+  # The copy-engine variants forced (captured calls; their correctness is coll_gpu_ce_*'s), to
+  # place them in tuning/algo.tsv beside the SM kernels above.
+  for coll in allreduce allgather reducescatter alltoall; do
+    MSCCLPP_ALGO=gpu_${coll}_ce label="$coll/ce" perf "ce-$coll" "$coll" 16M,256M,1G -n 10 -w 2 -G 3 -c 0
+  done
+fi
+
+# The channel primitives against raw baselines (issue 3's table), with the put/get sweep from 4 KiB
+# to 1 GiB, one peer and all peers at once (GPU_CHECK_PRIM=0 skips it).
+if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PRIM:-1}" != 0 ]; then
+  timeout "$perf_timeout" "$bin/mscclpp-run" -n "$ngpus" "$bin/mscclpp-primbench" --sweep >"$out/primbench.txt" 2>&1
+  add "primbench --sweep ($ngpus GPU ranks)" "exit $?"
 fi
 
 # Opt-in (GPU_CHECK_TUNE=1, a few more minutes): every GPU algorithm forced (MSCCLPP_ALGO) over
@@ -102,7 +114,7 @@ fi
 
 # The device tool brings back only a few files: everything also goes into one archive.
 tar -czf "$out/logs.tgz" -C "$out" --exclude logs.tgz . 2>/dev/null
-cat "$out/ring-demo.txt" "$out/collectives-demo.txt" 2>/dev/null
+cat "$out/ring-demo.txt" "$out/collectives-demo.txt" "$out/primbench.txt" 2>/dev/null
 echo
 if [ "${#tune_table[@]}" -gt 0 ]; then
   echo "== tuning sweep (out-of-place us per algorithm; CUDA graphs) =="

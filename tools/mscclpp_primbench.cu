@@ -1,8 +1,9 @@
 /* mscclpp-primbench - measures the channel primitives between ranks 0 and 1 against raw hardware
  * baselines measured in the same run, and prints a table: each figure the median of RUNS runs,
- * beside the raw figure, the reference of shared/reference/hardware.md and the target.
+ * beside the raw figure, the reference of shared/reference/hardware.md and the target. --sweep adds
+ * put/get bandwidth from 4 KiB to B, one peer and all peers at once (primbench_sweep.cuh).
  *
- *   mscclpp-run -n 2 mscclpp-primbench [--runs R] [--iters I] [--bytes B]
+ *   mscclpp-run -n N mscclpp-primbench [--runs R] [--iters I] [--bytes B] [--sweep]
  *
  * Exit 0 (whatever the targets say; the table says PASS/MISS), 77 without two GPUs. */
 #include "gpu_common.h"
@@ -106,7 +107,7 @@ __global__ void k_ce_put(const mscclppPortChannel* ch, uint64_t n, int* rc) {
 
 struct pb {
   struct gt_ctx c;
-  int runs, iters;
+  int runs, iters, sweep;
   uint64_t bytes;
   int peer, active, *d_rc;
   unsigned long long* d_ns;
@@ -212,23 +213,28 @@ static void report(struct pb* b) {
   row("proxy round trip (flush pushed -> observed)", proxy, "us", "-", "< 5 us", proxy < 5 ? "PASS" : "MISS");
 }
 
+#include "primbench_sweep.cuh"
+
 int main(int argc, char** argv) {
   struct pb b;
   memset(&b, 0, sizeof(b));
   b.runs = 9;
   b.iters = 2000;
   b.bytes = 1ull << 30;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--runs") == 0) b.runs = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--iters") == 0) b.iters = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--bytes") == 0) b.bytes = strtoull(argv[i + 1], NULL, 0) / 16 * 16;
-    else TEST_FAIL("usage: mscclpp-primbench [--runs R] [--iters I] [--bytes B]");
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--sweep") == 0) b.sweep = 1;
+    else if (i + 1 < argc && strcmp(argv[i], "--runs") == 0) b.runs = atoi(argv[++i]);
+    else if (i + 1 < argc && strcmp(argv[i], "--iters") == 0) b.iters = atoi(argv[++i]);
+    else if (i + 1 < argc && strcmp(argv[i], "--bytes") == 0) b.bytes = strtoull(argv[++i], NULL, 0) / 16 * 16;
+    else TEST_FAIL("usage: mscclpp-primbench [--runs R] [--iters I] [--bytes B] [--sweep]");
   }
   CHECK(b.runs >= 1 && b.runs <= 64 && b.iters >= 1 && b.bytes >= 4096);
   gt_init(&b.c);
   struct gt_ctx* c = &b.c;
   if (c->nranks < 2) TEST_SKIP("mscclpp-primbench needs 2 ranks");
-  gt_setup(c, b.bytes < (4u << 20) ? (4u << 20) : b.bytes);
+  /* --sweep: every rank's puts land in each peer's scratch at rank * B, its gets in its src */
+  uint64_t need = b.sweep ? (uint64_t)c->nranks * b.bytes : b.bytes;
+  gt_setup(c, need < (4u << 20) ? (4u << 20) : need);
   b.active = c->rank < 2;
   b.peer = c->rank == 0 ? 1 : 0;
   CHECK_OK(mscclppProxyServiceCreate(c->comm, 0, &b.proxy));
@@ -255,6 +261,7 @@ int main(int argc, char** argv) {
   CUDA_OK(gt_sync());
   CHECK_OK(mscclppProxyServiceStart(b.proxy));
   report(&b);
+  if (b.sweep) sweep_report(&b);
   CHECK_OK(mscclppProxyServiceStop(b.proxy));
   CHECK_OK(mscclppProxyServiceDestroy(b.proxy));
   CUDA_OK(cudaFree(b.d_mem));
