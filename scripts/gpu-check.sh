@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The one-call GPU check: on a machine with GPUs, run every GPU test (the built-in collectives'
-# coll_gpu_* included) and the key measurements (allreduce, allgather, reducescatter at 8 B .. 1 GiB
-# against NCCL from the same run, mscclpp-perf -G) from a build made elsewhere (carried in BUILD),
-# write full logs under $OUT (or ./gpu-logs), and print a short table last.
+# coll_gpu_* included) and the key measurements (allreduce, allgather, reducescatter, alltoall at
+# 8 B .. 1 GiB against NCCL from the same run, mscclpp-perf -G; the copy-engine variants at 16 MiB ..
+# 1 GiB; mscclpp-primbench --sweep) from a build made elsewhere (carried in BUILD), write full logs
+# under $OUT (or ./gpu-logs), and print a short table last. On one GPU, MSCCLPP_TEST_SHARE_GPUS=1
+# runs the multi-rank tests with ranks sharing it (correctness only; the bulk tests take minutes).
 #   scripts/gpu-check.sh [BUILD]     (BUILD: a build dir, or a copy from scripts/gpu-bundle.sh)
 set -uo pipefail
 build=${1:-build}
