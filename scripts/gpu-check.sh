@@ -93,6 +93,24 @@ if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PERF:-1}" != 0 ]; then
   done
 fi
 
+# Execution plans against the built-ins through the collectives (allreduce, the performance plans of
+# tests/plans/gen_plans.py --perf registered with MSCCLPP_PLAN_DIR, results checked, CUDA graphs).
+# On one GPU: one rank, the executor's fixed cost (copy / LL-packet plans of 1 and 64 blocks).
+plan_table=()
+if [ "$ngpus" -ge 1 ] && [ "${GPU_CHECK_PLANS:-1}" != 0 ] &&
+   python3 tests/plans/gen_plans.py --perf "$out/perf-plans" 2>"$out/perf-plans.err"; then
+  mkdir -p "$out/perf-plans/none"
+  if [ "$ngpus" -ge 2 ]; then nr=$ngpus kinds="builtin ll rres"; else nr=1 kinds="builtin copy1 copy ll1 ll"; fi
+  for kind in $kinds; do
+    dir="$out/perf-plans/$kind"
+    [ "$kind" = builtin ] && dir="$out/perf-plans/none"
+    MSCCLPP_PLAN_DIR="$dir" timeout "$perf_timeout" "$bin/mscclpp-run" -n "$nr" "$bin/mscclpp-perf" allreduce --gpu \
+      -s 1K,64K,1M,16M -n 20 -w 5 -G 20 -c 1 >"$out/plan-$kind.txt" 2>&1
+    add "plans: allreduce $kind ($nr GPU ranks)" "exit $?$(grep -q 'FAILED' "$out/plan-$kind.txt" && echo ', WRONG RESULTS')"
+    plan_table+=("$(awk -v k="$kind" '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%-8s %11s %10s %10s\n", k, $1, $6, $10 }' "$out/plan-$kind.txt")")
+  done
+fi
+
 # The channel primitives against raw baselines (issue 3's table), with the put/get sweep from 4 KiB
 # to 1 GiB, one peer and all peers at once (GPU_CHECK_PRIM=0 skips it).
 if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PRIM:-1}" != 0 ]; then
@@ -125,6 +143,11 @@ if [ "${#tune_table[@]}" -gt 0 ]; then
 fi
 echo "== GPU check on $ngpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) =="
 printf '%s\n' "${summary[@]}"
+if [ "${#plan_table[@]}" -gt 0 ]; then
+  echo
+  echo "== allreduce: execution plans vs built-in (us, CUDA graphs; out of place, in place) =="
+  printf '%s\n' "${plan_table[@]}" | sed '/^$/d'
+fi
 if [ "${#perf_table[@]}" -gt 0 ]; then
   echo
   echo "== collectives vs NCCL (float sum, out of place, CUDA graphs; ratio = NCCL time / ours, >1: ours faster) =="

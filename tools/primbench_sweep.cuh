@@ -87,13 +87,27 @@ static double sweep_one(struct pb* b, const struct sweep* w, int kind, int all, 
   return active ? gt_median(v, b->runs) : 0;
 }
 
+/* Prints the first wrong bytes of peer q's put (where, what, what was expected). */
+static void sweep_show_bad(struct pb* b, const char* at, int q) {
+  unsigned char* h = (unsigned char*)malloc(b->bytes);
+  CHECK(h != NULL);
+  CUDA_OK(gt_memcpy(h, at, b->bytes, cudaMemcpyDeviceToHost));
+  for (uint64_t i = 0, shown = 0; i < b->bytes && shown < 4; i++)
+    if (h[i] != gt_byte(1, q, i))
+      printf("rank %d: byte %llu of rank %d's put is %u, not %u\n", b->c.rank, (unsigned long long)i, q, h[i],
+             gt_byte(1, q, i)), shown++;
+  free(h);
+}
+
 /* Every peer's all-peers put must have landed in this rank's scratch. */
 static void sweep_verify(struct pb* b, const struct sweep* w) {
   (void)sweep_one(b, w, 0, 1, b->bytes);
   CHECK_OK(mscclppBootstrapBarrier(b->c.comm));
   for (int s = 0; s < w->npeers; s++) {
     int q = w->peers[s];
-    unsigned long long bad = gt_count_bad(b->c.scratch + (uint64_t)q * b->bytes, b->bytes, 0, 1, q);
+    const char* at = b->c.scratch + (uint64_t)q * b->bytes;
+    unsigned long long bad = gt_count_bad(at, b->bytes, 0, 1, q);
+    if (bad) sweep_show_bad(b, at, q);
     CHECK_MSG(bad == 0, "rank %d: %llu wrong bytes of rank %d's all-peers SM put", b->c.rank, bad, q);
   }
   CHECK_OK(mscclppBootstrapBarrier(b->c.comm));
@@ -102,6 +116,10 @@ static void sweep_verify(struct pb* b, const struct sweep* w) {
 static void sweep_report(struct pb* b) {
   struct sweep w;
   sweep_setup(b, &w);
+  /* The pattern again: the latency rows before unpack packets into src. */
+  gt_fill<<<528, 512, 0, gt_stream>>>(b->c.src, b->c.bytes, 1, b->c.rank);
+  CUDA_OK(gt_sync());
+  CHECK_OK(mscclppBootstrapBarrier(b->c.comm));
   if (b->c.rank == 0) {
     printf("\nbandwidth sweep, GB/s (median of %d runs): one peer = rank 0 -> 1 alone; all = rank 0's share while\n"
            "every one of %d ranks moves the same bytes to (put) or from (get) each of its %d peers at once\n",

@@ -3,6 +3,8 @@
 with OUTDIR/bad/expect.tsv: file, substring the loader's error must contain).
 
     gen_plans.py OUTDIR
+    gen_plans.py --perf OUTDIR   the performance plans, one folder per kind (OUTDIR/KIND/*.json for
+                                 1-8 ranks), for MSCCLPP_PLAN_DIR=OUTDIR/KIND mscclpp-perf allreduce
 
 Plans use the MSCCL++ executor's JSON schema (docs/plans.md). Written by hand here, no DSL."""
 import copy
@@ -268,6 +270,40 @@ def allreduce_rres_perf(n, nb):
             t.op("wait", channel_type="memory", channel_ids=allc)
         gs.append(g)
     return plan("allreduce_rres_perf%d_n%d" % (nb, n), "allreduce", gs)
+
+
+def allreduce_copy_local(nb):
+    """One rank, nb blocks, block b copies input chunk b to the output: the executor's fixed cost
+    per launch and op (an allreduce of one rank is a copy)."""
+    g = Gpu(0, nb, nb, 0)
+    for b in range(nb):
+        g.tb().op("copy", src_buff=[loc("i", b)], dst_buff=[loc("o", b)])
+    return plan("allreduce_copy_local%d_n1" % nb, "allreduce", [g])
+
+
+def allreduce_ll_local(nb):
+    """One rank, nb blocks, the packet ops of one-shot LL without a peer: block b writes input chunk
+    b as packets into scratch chunk b (cpkt), then unpacks them into the output (upkt; the flags are
+    there at once). An allreduce of one rank is a copy."""
+    g = Gpu(0, nb, nb, nb)
+    for b in range(nb):
+        t = g.tb()
+        t.op("cpkt", src_buff=[loc("i", b)], dst_buff=[loc("s", b)])
+        t.op("upkt", src_buff=[loc("s", b)], dst_buff=[loc("o", b)])
+    return plan("allreduce_ll_local%d_n1" % nb, "allreduce", [g], protocol="LL", use_double_scratch_buffer=True)
+
+
+def perf_plans():
+    """(kind, plan) of the performance plans: the built-ins' shapes for 2-8 ranks and 1-rank ones."""
+    out = []
+    for n in (2, 3, 4, 8):
+        out.append(("ll", allreduce_ll_perf(n, 64)))
+        out.append(("rres", allreduce_rres_perf(n, 64)))
+    out.append(("ll", allreduce_ll_local(64)))
+    out.append(("ll1", allreduce_ll_local(1)))
+    out.append(("copy", allreduce_copy_local(64)))
+    out.append(("copy1", allreduce_copy_local(1)))
+    return out
 
 
 def allreduce_switch(n, split):
@@ -549,6 +585,12 @@ def bad_plans():
 
 
 def main():
+    if sys.argv[1] == "--perf":
+        for kind, p in perf_plans():
+            os.makedirs(os.path.join(sys.argv[2], kind), exist_ok=True)
+            with open(os.path.join(sys.argv[2], kind, p["name"] + ".json"), "w") as pf:
+                json.dump(p, pf, indent=1)
+        return
     outdir = sys.argv[1]
     os.makedirs(os.path.join(outdir, "bad"), exist_ok=True)
     with open(os.path.join(outdir, "good.tsv"), "w") as f:
