@@ -1,7 +1,7 @@
 /* ce.c - the copy-engine collectives (allreduce, allgather, reducescatter, alltoall) for calls being
  * captured into a CUDA graph: the data crosses NVLink as cudaMemcpyAsync copies (the copy engines,
  * ~397 GB/s on H200 against ~369 for SM stores) between the users' buffers, which every rank maps
- * at capture as for the zero-copy kernels (gpu_zc_map), and SMs only reduce, locally.
+ * at capture as for the zero-copy kernels (gpu_graph_only_begin), and SMs only reduce, locally.
  *
  * One call, on the caller's stream and side streams forked from it (captured: the copies become
  * graph nodes that run concurrently, one stream per peer and direction):
@@ -18,7 +18,7 @@
  * part that is r's, so in-place calls are safe.
  *
  * Calls outside capture, premulsum and empty calls, and in-place alltoall run the bulk sibling
- * (gpu_graph_only_runs, gpu_zc_map's usable), as the zero-copy algorithms do. */
+ * (gpu_graph_only_begin), as the zero-copy algorithms do. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,18 +172,13 @@ static mscclppResult_t ce_reduce(struct gpu_ce* ce, const struct gpu_dev* d, con
 }
 
 static mscclppResult_t run_ce(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
-  if (!gpu_graph_only_runs(a)) return staged(ac, a);
-  struct gpu_net* g;
+  struct gpu_net* g = NULL;
   struct gpu_ce* ce = NULL;
-  MPP_CHECK(gpu_net_get(ac, a->stream, &g));
-  MPP_CHECK(ce_get(g, &ce));
   struct gx_zc z;
-  int usable = 0;
-  MPP_CHECK(gpu_zc_map(g, ac, a, &z, &usable));
-  if (!usable) {
-    LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
-    return staged(ac, a);
-  }
+  int go = 0;
+  MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, &go));
+  if (!go) return staged(ac, a);
+  MPP_CHECK(ce_get(g, &ce));
   struct gx_plan p[2];
   (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
   cudaStream_t stream = (cudaStream_t)a->stream;

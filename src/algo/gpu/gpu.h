@@ -146,14 +146,13 @@ mscclppResult_t gpu_allgather_ce(struct algo_comm* ac, const struct algo_args* a
 mscclppResult_t gpu_reducescatter_ce(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_alltoall_ce(struct algo_comm* ac, const struct algo_args* a);
 void gpu_ce_free(struct gpu_ce* ce);
-/* 1 when a graph-only algorithm (zc, ce) runs call a itself: captured, not empty, no premulsum
- * reduction; else it runs its bulk sibling. */
-int gpu_graph_only_runs(const struct algo_args* a);
-/* Every rank's buffers of captured call a as mapped here (collective over the communicator: every
- * rank swaps its buffers' registrations with every peer; zc.c). *usable: every rank can take the
- * zero-copy path (not an in-place alltoall anywhere). */
-mscclppResult_t gpu_zc_map(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
-                           int* usable);
+/* The start of a graph-only algorithm (zc, ce; zc.c): *go = 1 when it runs call a itself, with
+ * *g the GPU state and z every rank's buffers as mapped here (for captured, non-empty calls that
+ * are no premulsum reduction, every rank swaps its buffers' registrations with every peer: a
+ * collective step); *go = 0 when the bulk sibling runs it instead (also when some rank's call is
+ * an in-place alltoall, agreed in the swap). */
+mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
+                                     struct gx_zc* z, int* go);
 /* The copy-engine kernels (ce.cu): a signal/wait round with every peer on block 0's channels, and
  * dst = reduction of srcs[0..n) (rank order) over bytes, a local kernel. */
 mscclppResult_t gpu_launch_ce_round(const struct gpu_dev* d, void* stream);

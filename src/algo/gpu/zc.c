@@ -119,8 +119,11 @@ static mscclppResult_t exchange(struct gpu_net* g, struct algo_comm* ac, mscclpp
   return res;
 }
 
-mscclppResult_t gpu_zc_map(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
-                           int* usable) {
+/* Every rank's buffers of this call as mapped here (collective over the communicator); *usable:
+ * every rank can go zero copy. Driver calls that capture would refuse run in relaxed capture mode:
+ * none of them touches the stream. */
+static mscclppResult_t zc_map(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
+                              int* usable) {
   memset(z, 0, sizeof(*z));
   z->peer_src[ac->rank] = a->send, z->peer_dst[ac->rank] = a->recv;
   enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
@@ -142,22 +145,25 @@ static uint64_t zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
   return (c + 15) / 16 * 16;
 }
 
-int gpu_graph_only_runs(const struct algo_args* a) {
+mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
+                                     struct gx_zc* z, int* go) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
-  return a->captured && a->count > 0 && !(red && a->op == ALGO_OP_PREMUL);
+  *go = 0;
+  if (!a->captured || a->count == 0 || (red && a->op == ALGO_OP_PREMUL)) return mscclppSuccess;
+  MPP_CHECK(gpu_net_get(ac, a->stream, g));
+  int usable = 0;
+  MPP_CHECK(zc_map(*g, ac, a, z, &usable));
+  if (!usable) LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
+  *go = usable;
+  return mscclppSuccess;
 }
 
 static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
-  if (!gpu_graph_only_runs(a)) return staged(ac, a);
-  struct gpu_net* g;
-  MPP_CHECK(gpu_net_get(ac, a->stream, &g));
+  struct gpu_net* g = NULL;
   struct gx_zc z;
-  int usable = 0;
-  MPP_CHECK(gpu_zc_map(g, ac, a, &z, &usable));
-  if (!usable) {
-    LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
-    return staged(ac, a);
-  }
+  int go = 0;
+  MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, &go));
+  if (!go) return staged(ac, a);
   struct gx_plan p[2];
   (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
