@@ -86,11 +86,16 @@ __device__ void xk_block(xk& k) {
 __device__ void xk_finish(const xg_params& P, uint64_t launch) {
   __syncthreads();
   if (threadIdx.x != 0) return;
-  /* Release: the block's updates of the semaphores and barrier words (ordered before thread 0 by
-   * the __syncthreads) precede its arrival; acquire: the last to arrive sees every other
-   * block's before the reset below. */
+  /* With semaphores or barriers to reset - release: the block's updates of those words (ordered
+   * before thread 0 by the __syncthreads) precede its arrival; acquire: the last to arrive sees
+   * every other block's before the reset below. Without, the count orders nothing (the next
+   * kernel sees `launches` through the kernel boundary), and skipping the fences saves the wait
+   * for this block's writes and the L1 invalidation at every block's end. */
   unsigned prev;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(P.done) : "memory");
+  if (P.nsems == 0 && P.nbarriers == 0) /* nothing of the other blocks' to read: counting only */
+    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(P.done) : "memory");
+  else
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(P.done) : "memory");
   if (prev + 1 != gridDim.x) return;
   *P.done = 0;
   for (int i = 0; i < P.nsems; i++) P.sems[i] = (unsigned long long)P.sem_init[i];
@@ -99,8 +104,9 @@ __device__ void xk_finish(const xg_params& P, uint64_t launch) {
 }
 
 /* The block's start, every thread: copies the parameters to Ps, the call's buffer table to io
- * and, when staged, the block's program segment (from) to seg (all shared), every load issued
- * before the first store waits. Reading the parameters through a pointer (as the ops do, by k.P)
+ * and, when staged, the block's program segment (from) to seg (all shared: seg is always the
+ * shared copy's place, so the stores are shared-memory stores), every load issued before the
+ * first store waits. Reading the parameters through a pointer (as the ops do, by k.P)
  * would go to memory once per line and launch; from shared memory it costs nothing. */
 __device__ void xk_stage(const xg_params& P, const char* from, xg_params* Ps, char** io, char* seg) {
   uint32_t nio = 5u * (uint32_t)P.nranks, n2 = 2u * (uint32_t)P.nranks, npar = sizeof(xg_params) / 8u;
@@ -145,9 +151,12 @@ extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const 
   const char* from = (int)blockIdx.x < P.nblocks ? P.prog + (uint64_t)blockIdx.x * P.seg_stride : NULL;
   char** io = (char**)(xg_smem + P.smem_io);
   const char* seg = P.stage || !from ? xg_smem + P.smem_prog : from;
+  /* Thread 0 issues the read of the call counter first and uses it only after staging, so its
+   * latency overlaps the staging loads instead of preceding them. */
+  uint64_t launch = threadIdx.x == 0 ? *(volatile uint64_t*)&P.words->launches + 1 : 0;
+  xk_stage(P, from, &Ps, io, xg_smem + P.smem_prog);
   if (threadIdx.x == 0) {
     rc = 0;
-    uint64_t launch = *(volatile uint64_t*)&P.words->launches + 1;
     k.P = &Ps;
     k.b = blockIdx.x;
     k.op_index = 0;
@@ -159,7 +168,6 @@ extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const 
     k.io = io, k.io_reg = io + 2 * P.nranks, k.scr = io + 4 * P.nranks;
     k.rc = &rc;
   }
-  xk_stage(P, from, &Ps, io, (char*)seg);
   __syncthreads();
   if (threadIdx.x == 0) xk_program(k, from ? seg : NULL);
   __syncthreads();
