@@ -97,13 +97,14 @@ fi
 # tests/plans/gen_plans.py --perf registered with MSCCLPP_PLAN_DIR, results checked, CUDA graphs).
 # On one GPU: one rank, the executor's fixed cost (copy / LL-packet plans of 1 and 64 blocks).
 plan_table=()
+perf_plans=$(mktemp -d) # not under $out: the device tool brings back only a few files
 if [ "$ngpus" -ge 1 ] && [ "${GPU_CHECK_PLANS:-1}" != 0 ] &&
-   python3 tests/plans/gen_plans.py --perf "$out/perf-plans" 2>"$out/perf-plans.err"; then
-  mkdir -p "$out/perf-plans/none"
+   python3 tests/plans/gen_plans.py --perf "$perf_plans" 2>"$out/perf-plans.err"; then
+  mkdir -p "$perf_plans/none"
   if [ "$ngpus" -ge 2 ]; then nr=$ngpus kinds="builtin ll rres"; else nr=1 kinds="builtin copy1 copy ll1 ll"; fi
   for kind in $kinds; do
-    dir="$out/perf-plans/$kind"
-    [ "$kind" = builtin ] && dir="$out/perf-plans/none"
+    dir="$perf_plans/$kind"
+    [ "$kind" = builtin ] && dir="$perf_plans/none"
     MSCCLPP_PLAN_DIR="$dir" timeout "$perf_timeout" "$bin/mscclpp-run" -n "$nr" "$bin/mscclpp-perf" allreduce --gpu \
       -s 1K,64K,1M,16M -n 20 -w 5 -G 20 -c 1 >"$out/plan-$kind.txt" 2>&1
     add "plans: allreduce $kind ($nr GPU ranks)" "exit $?$(grep -q 'FAILED' "$out/plan-$kind.txt" && echo ', WRONG RESULTS')"
