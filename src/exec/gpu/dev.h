@@ -113,7 +113,8 @@ struct xg_params {
   uint64_t align;                   /* tbg slices: max(buffer_alignment, 8) */
   uint64_t plan_id;
   int32_t rank, dtype, esize, pkt;  /* pkt: 16 (LL16) or 8 (LL8) */
-  int32_t double_scratch, pad;
+  int32_t double_scratch;
+  int32_t counted; /* the call needs its number (packets, double scratch) or resets (semaphores, barriers) */
 };
 
 /* ---- the size rule of src/plan/sizes.c, for the kernel (must stay equal to it) --------------- */

@@ -121,6 +121,7 @@ static void image_params(struct xg_image* img, const struct mscclppPlan* plan, c
   p->align = plan->align < 8 ? 8 : plan->align;
   p->plan_id = plan->id;
   p->double_scratch = plan->double_scratch;
+  p->counted = plan->ll || plan->double_scratch || pr->nsems > 0 || pr->nbarriers > 0;
 }
 
 /* Dynamic shared memory above 48 KiB needs the kernel's opt-in, up to what the device allows. */

@@ -5,7 +5,8 @@
  * Per call (device state, so CUDA graph replays advance too): the call's number is the device
  * word `launches` + 1; its packet flag is that number (never 0) and, with double scratch, its
  * scratch half is its parity. The last block to finish resets the plan's semaphores and barrier
- * counts and advances `launches`.
+ * counts and advances `launches` (calls of plans that need neither number nor reset skip that
+ * count: xk_finish).
  *
  * Each block starts by copying its program segment, the parameters and the call's buffer table
  * into shared memory (one round of loads): decoding an op then touches no global memory, where
@@ -82,10 +83,17 @@ __device__ void xk_block(xk& k) {
   }
 }
 
-/* The call's end: the last block to arrive resets the per-call state and advances `launches`. */
+/* The call's end: the last block to arrive resets the per-call state and advances `launches`.
+ * A call that is not counted (no packets, no double scratch, nothing to reset) uses its number
+ * only to name itself in error reports: block 0 advances it without waiting for an answer, and no
+ * block waits for the others (a late block may then report the next number). */
 __device__ void xk_finish(const xg_params& P, uint64_t launch) {
   __syncthreads();
   if (threadIdx.x != 0) return;
+  if (!P.counted) {
+    if (blockIdx.x == 0) asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(&P.words->launches) : "memory");
+    return;
+  }
   /* With semaphores or barriers to reset - release: the block's updates of those words (ordered
    * before thread 0 by the __syncthreads) precede its arrival; acquire: the last to arrive sees
    * every other block's before the reset below. Without, the count orders nothing (the next
