@@ -7,3 +7,5 @@ mpp_gpu_test(transport_gpu NRANKS 2 TESTNAME transport_gpu_vmm_peerptr ARGS vmm 
 mpp_gpu_test(transport_gpu NRANKS 2 TESTNAME transport_gpu_legacy_tcp ARGS legacy tcp SOURCES ${GDIR}/transport_gpu.c)
 mpp_gpu_test(transport_gpu NRANKS 4 TESTNAME transport_gpu_legacy_conn_n4 ARGS legacy conn SOURCES ${GDIR}/transport_gpu.c)
 mpp_gpu_test(transport_gpu NRANKS 4 TESTNAME transport_gpu_vmm_conn_n4 ARGS vmm conn SOURCES ${GDIR}/transport_gpu.c)
+mpp_gpu_test(transport_gpu NRANKS 8 TESTNAME transport_gpu_legacy_conn_n8 ARGS legacy conn SOURCES ${GDIR}/transport_gpu.c)
+mpp_gpu_test(transport_gpu NRANKS 8 TESTNAME transport_gpu_vmm_conn_n8 ARGS vmm conn SOURCES ${GDIR}/transport_gpu.c)
