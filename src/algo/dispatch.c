@@ -3,6 +3,8 @@
  * plan layer), else selection among the built-ins and run. CPU and GPU algorithms are registry rows
  * (registry.c) chosen by the tuning rules; a group's sends and receives go to the CPU engine
  * (cpu/p2p.c) or the GPU one (gpu/p2p.c). */
+#include <string.h>
+
 #include "algo/algo.h"
 #include "algo/cpu/net.h"
 #include "algo/gpu/gpu.h"
@@ -24,12 +26,28 @@ static mscclppResult_t not_built(const char* what) {
   return MPP_ERR(mscclppInvalidUsage, "%s: no GPU algorithm is registered for it", what);
 }
 
+/* On one rank every collective's output is its input: every operator is the identity on a single
+ * input except premulsum, which scales it (and runs the algorithm). Returns 1 when it did the call:
+ * a copy on the call's stream (GPU) or here (CPU), nothing in place. */
+static int one_rank(const struct algo_comm* ac, const struct algo_args* a, mscclppResult_t* res) {
+  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_REDUCE;
+  if (ac->nranks != 1 || (red && a->op == ALGO_OP_PREMUL)) return 0;
+  size_t bytes = a->count * a->es;
+  *res = mscclppSuccess;
+  if (a->send == a->recv || bytes == 0) return 1;
+  if (ac->kind == mscclppRankGpu) *res = gpu_copy_local(a->recv, a->send, bytes, a->stream);
+  else memmove(a->recv, a->send, bytes);
+  return 1;
+}
+
 mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a) {
   const char* name = algo_coll_name(a->coll);
   MPP_CHECK(check_kind(ac, name));
   int by_plan = 0;
   MPP_CHECK(planreg_dispatch(ac, a, &by_plan));
   if (by_plan) return mscclppSuccess;
+  mscclppResult_t res;
+  if (one_rank(ac, a, &res)) return res;
   const struct algo_desc* d = NULL;
   struct algo_args call = *a;
   call.captured = ac->kind == mscclppRankGpu && gpu_stream_captured(a->stream);

@@ -109,6 +109,8 @@ mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct gx_plan* p, 
 mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
 /* Launches one zero-copy exchange: a round with every peer, the data, a closing round. */
 mscclppResult_t gpu_launch_zc(const struct gpu_dev* d, const struct gx_plan* p, const struct gx_zc* z, void* stream);
+/* dst = src (bytes of device memory) on stream: a one-rank collective (algo/dispatch.c). */
+mscclppResult_t gpu_copy_local(void* dst, const void* src, size_t bytes, void* stream);
 /* 1 when stream is being captured into a CUDA graph (0 without CUDA or on error). */
 int gpu_stream_captured(void* stream);
 /* Success for cudaSuccess, else InternalError "GPU collectives: <what> failed: <CUDA's text>". */

@@ -34,6 +34,11 @@ mscclppResult_t gpu_cuda_check(int err, const char* what) {
   return MPP_ERR(mscclppInternalError, "GPU collectives: %s failed: %s", what, cudaGetErrorString((cudaError_t)err));
 }
 
+mscclppResult_t gpu_copy_local(void* dst, const void* src, size_t bytes, void* stream) {
+  return gpu_cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream),
+                        "the one-rank copy (cudaMemcpyAsync)");
+}
+
 /* The geometry from the parameters, rounded so every inbox and block share stays 16-aligned. */
 static mscclppResult_t geometry(struct gpu_net* g, int rank, int nranks) {
   int64_t nb = param_int(PARAM_ALGO_GPU_BLOCKS), ll = param_int(PARAM_ALGO_GPU_LL_SLOT);
@@ -200,6 +205,11 @@ mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net**
 }
 
 void gpu_net_free(struct gpu_net* g) { (void)g; }
+
+mscclppResult_t gpu_copy_local(void* dst, const void* src, size_t bytes, void* stream) {
+  (void)dst, (void)src, (void)bytes, (void)stream;
+  return MPP_ERR(mscclppInvalidUsage, "GPU collectives: this library was built without CUDA");
+}
 
 mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct gx_plan* p, void* stream) {
   (void)d, (void)p, (void)stream;
