@@ -5,11 +5,14 @@ For each collective it runs mscclpp-perf once per built-in algorithm of the rank
 MSCCLPP_ALGO (out-of-place times, CUDA graphs on GPU ranks), picks the fastest algorithm at every
 size, merges neighbouring sizes with the same winner into rules, and prints them as algo.tsv rows
 for exactly this number of ranks (or writes them into the table with --update, ahead of the rules
-they replace, with a comment saying where and when they were measured). Captured-only (zero-copy)
-algorithms are not tuned here: their rules (captured calls only) are placed by hand from forced runs.
+they replace, with a comment saying where and when they were measured). With --dtype the runs use
+that datatype (float otherwise) and the rules serve it alone (algo.tsv's datatype column): they go
+ahead of the rules for every datatype, which a later run without --dtype keeps behind them.
+Captured-only (zero-copy, copy-engine) algorithms are not tuned here: their rules (captured calls
+only) are placed by hand from forced runs.
 
   mscclpp-tune.py -n 4 [--kind gpu] [--collectives allreduce,allgather] [-b 8 -e 256M -f 4]
-                  [--iters 20 --warmup 5 --graphs 10] [--bin DIR] [--update tuning/algo.tsv]
+                  [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--bin DIR] [--update tuning/algo.tsv]
 """
 import argparse
 import datetime
@@ -59,29 +62,43 @@ def rules(win):
     return out
 
 
-def tsv_rows(coll, kind, nranks, rule_list):
-    return ["%-14s %-5s %-9d %-10d %-10s %-10s %s" % (coll, kind, nranks, nranks, "0",
-            "*" if mx is None else fmt_bytes(mx), algo) for mx, algo in rule_list]
+def tsv_rows(coll, kind, nranks, rule_list, dtype=None):
+    return [("%-14s %-5s %-9d %-10d %-10s %-10s %s" % (coll, kind, nranks, nranks, "0",
+             "*" if mx is None else fmt_bytes(mx), algo)) + (" %s" % dtype if dtype else "") for mx, algo in rule_list]
 
 
-def update_table(text, coll, kind, nranks, rows, note):
-    """The table text with every rule of (coll, kind, exactly nranks) replaced by rows, placed before
-    the first remaining rule of (coll, kind) so that they match first."""
-    lines = text.splitlines()
+def rule_fields(line):
+    """A rule's fields with its datatype column (None: every datatype), or None for other lines."""
+    f = line.split("#")[0].split()
+    if len(f) not in (7, 8):
+        return None
+    return f[:7] + [f[7] if len(f) == 8 and f[7] != "*" else None]
+
+
+def note_prefix(coll, kind, nranks, dtype):
+    return "# mscclpp-tune: %s %s %d ranks%s," % (coll, kind, nranks, " " + dtype if dtype else "")
+
+
+def update_table(text, coll, kind, nranks, rows, note, dtype=None):
+    """The table text with every rule of (coll, kind, exactly nranks, dtype) replaced by rows, placed
+    before the first remaining rule of (coll, kind) so that they match first; rules for every datatype
+    (dtype None) go after those for single datatypes, which they would otherwise hide."""
     kept = []
-    for line in lines:
-        f = line.split()
-        if len(f) == 7 and not line.startswith("#") and f[0] == coll and f[1] == kind and f[2] == f[3] == str(nranks):
+    for line in text.splitlines():
+        f = rule_fields(line)
+        if f and f[0] == coll and f[1] == kind and f[2] == f[3] == str(nranks) and f[7] == dtype:
             continue
-        if line.startswith("# mscclpp-tune: %s %s %d ranks" % (coll, kind, nranks)):
+        if line.startswith(note_prefix(coll, kind, nranks, dtype)):
             continue
         kept.append(line)
     at = len(kept)
     for i, line in enumerate(kept):
-        f = line.split()
-        if len(f) == 7 and not line.startswith("#") and f[0] == coll and f[1] == kind:
+        f = rule_fields(line)
+        if f and f[0] == coll and f[1] == kind and (dtype is not None or f[7] is None):
             at = i
             break
+    while at > 0 and kept[at - 1].startswith("# mscclpp-tune:"):  # ahead of that rule's own note too
+        at -= 1
     return "\n".join(kept[:at] + [note] + rows + kept[at:]) + "\n"
 
 
@@ -99,7 +116,7 @@ def measure(args, coll, algo):
         js = os.path.join(tmp, "perf.json")
         cmd = [os.path.join(args.bin, "mscclpp-run"), "-n", str(args.nranks), os.path.join(args.bin, "mscclpp-perf"),
                coll, "--" + args.kind, "-b", args.b, "-e", args.e, "-f", str(args.f), "-n", str(args.iters),
-               "-w", str(args.warmup), "-c", "0", "--json", js]
+               "-w", str(args.warmup), "-c", "0", "-d", args.dtype or "float", "--json", js]
         if args.kind == "gpu":
             cmd += ["-G", str(args.graphs)]
         env = dict(os.environ, MSCCLPP_ALGO=algo)
@@ -123,6 +140,7 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--graphs", type=int, default=10)
+    ap.add_argument("--dtype", help="tune for this datatype alone (mscclpp-perf's name, e.g. half)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--bin", default=os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--update", metavar="TABLE")
@@ -137,12 +155,12 @@ def main():
             continue
         for a, t in times.items():
             print("# %s %s: %s" % (coll, a, " ".join("%s=%.1f" % (fmt_bytes(b), us) for b, us in sorted(t.items()))))
-        rows = tsv_rows(coll, args.kind, args.nranks, rules(winners(times)))
+        rows = tsv_rows(coll, args.kind, args.nranks, rules(winners(times)), args.dtype)
         print("\n".join(rows))
         if text is not None:
-            note = "# mscclpp-tune: %s %s %d ranks, measured %s (out-of-place us, fastest wins)" % (
-                coll, args.kind, args.nranks, stamp)
-            text = update_table(text, coll, args.kind, args.nranks, rows, note)
+            note = "%s measured %s (out-of-place us, fastest wins)" % (
+                note_prefix(coll, args.kind, args.nranks, args.dtype), stamp)
+            text = update_table(text, coll, args.kind, args.nranks, rows, note, args.dtype)
     if args.update:
         with open(args.update, "w") as f:
             f.write(text)

@@ -101,10 +101,10 @@ struct algo_desc {
 };
 
 /* The algorithm for a call: MSCCLPP_ALGO's choice when it names one for this collective and rank
- * kind, else the first matching row of the tuning table (rows of graph-only algorithms match
- * captured calls only), else the first registered one. NULL with *none set when no algorithm
+ * kind, else the first matching row of the tuning table (by size, ranks and datatype; rows of
+ * graph-only algorithms match captured calls only), else the first registered one. NULL with *none set when no algorithm
  * exists for the rank kind; an error (bad MSCCLPP_ALGO, bad table) otherwise. */
-mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int captured,
+mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int dtype, int captured,
                             const struct algo_desc** out);
 /* The registry (for tests and tools): *count entries. */
 const struct algo_desc* algo_registry(int* count);

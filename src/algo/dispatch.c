@@ -51,7 +51,7 @@ mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a) {
   const struct algo_desc* d = NULL;
   struct algo_args call = *a;
   call.captured = ac->kind == mscclppRankGpu && gpu_stream_captured(a->stream);
-  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, call.captured, &d));
+  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, a->dtype, call.captured, &d));
   if (d == NULL) {
     if (ac->kind == mscclppRankGpu) return not_built(name);
     return MPP_ERR(mscclppInternalError, "%s: no algorithm registered for CPU ranks", name);

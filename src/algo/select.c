@@ -124,7 +124,7 @@ static void load_once(void) {
   if (load_res != mscclppSuccess) snprintf(load_err, sizeof(load_err), "%s", err_last());
 }
 
-mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int captured,
+mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int dtype, int captured,
                             const struct algo_desc** out) {
   pthread_once(&once, load_once);
   if (load_res != mscclppSuccess) return MPP_ERR(load_res, "%s: %s", algo_coll_name(coll), load_err);
@@ -133,7 +133,7 @@ mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t by
       *out = forced[i];
       return mscclppSuccess;
     }
-  *out = algo_table_lookup(&table, coll, kind, nranks, bytes, captured);
+  *out = algo_table_lookup(&table, coll, kind, nranks, bytes, dtype, captured);
   if (*out != NULL) return mscclppSuccess;
   int n;
   const struct algo_desc* r = algo_registry(&n);

@@ -50,9 +50,29 @@ static const struct algo_desc* find_algo(const char* s, enum algo_coll coll, int
   return NULL;
 }
 
+/* "*" -> every datatype; else a comma list of datatype names (s is modified) into a mask; 0 with
+ * *bad set to the first unknown name otherwise. */
+static uint32_t parse_dtypes(char* s, const char** bad) {
+  if (strcmp(s, "*") == 0) return (1u << ALGO_DTYPE_COUNT) - 1;
+  uint32_t mask = 0;
+  char* save = NULL;
+  for (char* tok = strtok_r(s, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+    int d = 0;
+    while (d < ALGO_DTYPE_COUNT && strcmp(tok, algo_dtype_name(d)) != 0) d++;
+    if (d == ALGO_DTYPE_COUNT) {
+      *bad = tok;
+      return 0;
+    }
+    mask |= 1u << d;
+  }
+  if (mask == 0) *bad = s;
+  return mask;
+}
+
 /* Parses one rule of nf fields. */
 static mscclppResult_t parse_rule(char** f, int nf, const char* name, int line, struct algo_rule* r) {
-  if (nf != 7) return MPP_ERR(mscclppInvalidArgument, "%s:%d: %d fields, expected 7 (collective kind min_ranks max_ranks min_bytes max_bytes algorithm)", name, line, nf);
+  if (nf != 7 && nf != 8)
+    return MPP_ERR(mscclppInvalidArgument, "%s:%d: %d fields, expected 7 or 8 (collective kind min_ranks max_ranks min_bytes max_bytes algorithm [dtypes])", name, line, nf);
   int c = coll_by_name(f[0]);
   if (c < 0)
     return MPP_ERR(mscclppInvalidArgument, "%s:%d: unknown collective '%s' (allreduce allgather reducescatter broadcast reduce alltoall)",
@@ -70,6 +90,12 @@ static mscclppResult_t parse_rule(char** f, int nf, const char* name, int line, 
   if (v[0] > v[1] || v[2] > v[3])
     return MPP_ERR(mscclppInvalidArgument, "%s:%d: a minimum is above its maximum", name, line);
   r->min_ranks = (int64_t)v[0], r->max_ranks = (int64_t)v[1], r->min_bytes = v[2], r->max_bytes = v[3];
+  const char* bad = NULL;
+  char all[] = "*";
+  r->dtypes = parse_dtypes(nf == 8 ? f[7] : all, &bad);
+  if (r->dtypes == 0)
+    return MPP_ERR(mscclppInvalidArgument, "%s:%d: unknown datatype '%s' (int8 uint8 int32 uint32 int64 uint64 half float "
+                   "double bfloat16 f8e4m3 f8e5m2, or *)", name, line, bad);
   const char* why = NULL;
   r->algo = find_algo(f[6], r->coll, r->kind, &why);
   if (r->algo == NULL)
@@ -114,10 +140,11 @@ mscclppResult_t algo_table_parse(const char* text, const char* name, struct algo
 }
 
 const struct algo_desc* algo_table_lookup(const struct algo_table* t, enum algo_coll coll, int kind, int nranks,
-                                          size_t bytes, int captured) {
+                                          size_t bytes, int dtype, int captured) {
+  uint32_t bit = dtype >= 0 && dtype < ALGO_DTYPE_COUNT ? 1u << dtype : 0;
   for (int i = 0; i < t->nrules; i++) {
     const struct algo_rule* r = &t->rules[i];
-    if (r->algo->graph_only && !captured) continue;
+    if ((r->algo->graph_only && !captured) || !(r->dtypes & bit)) continue;
     if (r->coll == coll && r->kind == kind && nranks >= r->min_ranks && nranks <= r->max_ranks &&
         (uint64_t)bytes >= r->min_bytes && (uint64_t)bytes <= r->max_bytes)
       return r->algo;

@@ -38,6 +38,18 @@ check("old" not in new and "keep" in new, "update drops the replaced rule only")
 check(lines.index(rows[0]) < lines.index("allreduce gpu 1 * 0 * keep"), "new rules come first")
 again = tune.update_table(new, "allreduce", "gpu", 4, rows, "# mscclpp-tune: allreduce gpu 4 ranks, test")
 check(again == new, "updating twice gives the same table")
+# Rules for one datatype: their own column, ahead of the rules for every datatype, and a later
+# update of either kind keeps that order and replaces only its own.
+hrows = tune.tsv_rows("allreduce", "gpu", 4, [(None, "h")], "half")
+check(hrows[0].split() == ["allreduce", "gpu", "4", "4", "0", "*", "h", "half"], "dtype rows: %r" % hrows)
+withh = tune.update_table(new, "allreduce", "gpu", 4, hrows, "# mscclpp-tune: allreduce gpu 4 ranks half, test", "half")
+hl = withh.splitlines()
+check(hl.index(hrows[0]) < hl.index(rows[0]) and rows[0] in hl, "datatype rules first, the others kept")
+regen = tune.update_table(withh, "allreduce", "gpu", 4, rows, "# mscclpp-tune: allreduce gpu 4 ranks, test")
+rl = regen.splitlines()
+check(rl.index(hrows[0]) < rl.index(rows[0]) and regen.count(rows[0]) == 1, "re-tuned generic rules stay behind")
+check(tune.update_table(regen, "allreduce", "gpu", 4, hrows, "# mscclpp-tune: allreduce gpu 4 ranks half, test",
+                        "half") == regen, "updating the datatype rules twice gives the same table")
 
 # One real run on CPU ranks.
 with tempfile.TemporaryDirectory() as tmp:
@@ -46,15 +58,17 @@ with tempfile.TemporaryDirectory() as tmp:
         g.write(f.read())
     r = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tune.py"), "-n", "2", "--kind", "cpu",
                         "--collectives", "allreduce", "-b", "1K", "-e", "64K", "-f", "8", "--iters", "2",
-                        "--warmup", "1", "--bin", bindir, "--update", tab], capture_output=True, text=True, timeout=300)
+                        "--warmup", "1", "--dtype", "half", "--bin", bindir, "--update", tab], capture_output=True,
+                       text=True, timeout=300)
     check(r.returncode == 0, "mscclpp-tune failed: " + r.stderr)
     new_rows = [l for l in r.stdout.splitlines() if l.startswith("allreduce")]
     check(len(new_rows) >= 1 and new_rows[-1].split()[5] == "*", "tune printed rules: %r" % r.stdout)
-    check(all(l.split()[6] in ("cpu_allreduce_rsag", "cpu_allreduce_allpairs") for l in new_rows), "rules name CPU algorithms")
+    check(all(l.split()[6] in ("cpu_allreduce_rsag", "cpu_allreduce_allpairs") and l.split()[7] == "half"
+              for l in new_rows), "rules name CPU algorithms, for half")
     with open(tab) as f:
         check(new_rows[0] in f.read(), "the table holds the new rules")
     p = subprocess.run([os.path.join(bindir, "mscclpp-run"), "-n", "2", os.path.join(bindir, "mscclpp-perf"), "allreduce",
-                        "--cpu", "-s", "4K", "-n", "1", "-w", "0"], env=dict(os.environ, MSCCLPP_ALGO_TABLE=tab),
+                        "--cpu", "-s", "4K", "-n", "1", "-w", "0", "-d", "half"], env=dict(os.environ, MSCCLPP_ALGO_TABLE=tab),
                        capture_output=True, text=True, timeout=120)
     check(p.returncode == 0, "the library loads the updated table: " + p.stderr)
 print("tune_rules: ok")
