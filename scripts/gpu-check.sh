@@ -2,10 +2,15 @@
 # The one-call GPU check: on a machine with GPUs, run every GPU test (the built-in collectives'
 # coll_gpu_* included) and the key measurements (allreduce, allgather, reducescatter, alltoall at
 # 8 B .. 1 GiB against NCCL from the same run, mscclpp-perf -G; the copy-engine variants at 16 MiB ..
-# 1 GiB; mscclpp-primbench --sweep) from a build made elsewhere (carried in BUILD), write full logs
-# under $OUT (or ./gpu-logs), and print a short table last. On one GPU, MSCCLPP_TEST_SHARE_GPUS=1
-# runs the multi-rank tests with ranks sharing it (correctness only; the bulk tests take minutes).
+# 1 GiB; execution plans against the built-in allreduce; mscclpp-primbench --sweep) from a build
+# made elsewhere (carried in BUILD), write full logs under $OUT (or ./gpu-logs), and print a short
+# table last. On one GPU, MSCCLPP_TEST_SHARE_GPUS=1 runs the multi-rank tests with ranks sharing it
+# (correctness only; the bulk tests take minutes) and the plans' rows time one rank.
 #   scripts/gpu-check.sh [BUILD]     (BUILD: a build dir, or a copy from scripts/gpu-bundle.sh)
+# Parts can be left out or narrowed to fit a device call: GPU_CHECK_TESTS (a ctest -R filter),
+# GPU_CHECK_PERF=0 (no NCCL comparison or copy-engine rows), GPU_CHECK_PLANS=0, GPU_CHECK_PRIM=0;
+# GPU_CHECK_TUNE=1 adds the forced-algorithm sweep for tuning/algo.tsv; GPU_CHECK_TEST_TIMEOUT and
+# GPU_CHECK_PERF_TIMEOUT bound each test / benchmark run.
 set -uo pipefail
 build=${1:-build}
 out=${OUT:-gpu-logs}
