@@ -8,7 +8,8 @@
  *                                             the mean time per call. --gpu: GPU ranks (one GPU
  *                                             per local rank; buffers from cudaMalloc, calls on a
  *                                             stream, timed to the stream's end); --ll8: LL plans
- *                                             with LL8 packets (GPU ranks)
+ *                                             with LL8 packets (GPU ranks; CPU ranks accept it and
+ *                                             keep their own)
  *   mscclpp-plan draw FILE [--dot]            the plan step by step, or a graphviz graph
  *
  * --size is the per-rank input in bytes (reducescatter: the per-rank output). Checked
@@ -214,12 +215,13 @@ static int dev_copy(const struct bufs* b, int to_dev) {
 }
 
 /* One call, complete when it returns: CPU ranks run it; GPU ranks enqueue it on the stream
- * (LL16, or LL8 through the executor's internal entry) and wait for the stream. */
+ * (LL16, or LL8 with --ll8) and wait for the stream. */
 static mscclppResult_t call(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o, const struct bufs* b) {
-  if (!b->dmem) return mscclppExecutePlan(comm, plan, b->send, b->recv, b->sb, b->rb, (mscclppDataType_t)o->dtype, NULL);
+  mscclppPacketType_t pkt = o->ll8 ? mscclppPacketLL8 : mscclppPacketLL16;
+  if (!b->dmem) return mscclppExecutePlanPacket(comm, plan, b->send, b->recv, b->sb, b->rb, (mscclppDataType_t)o->dtype, pkt, NULL);
   char *send = b->dmem + (b->send - b->mem), *recv = b->dmem + (b->recv - b->mem);
-  mscclppResult_t r = o->ll8 ? exec_gpu_run(comm, plan, send, recv, b->sb, b->rb, o->dtype, o->stream, EXEC_GPU_LL8)
-                             : mscclppExecutePlan(comm, plan, send, recv, b->sb, b->rb, (mscclppDataType_t)o->dtype, o->stream);
+  mscclppResult_t r = mscclppExecutePlanPacket(comm, plan, send, recv, b->sb, b->rb, (mscclppDataType_t)o->dtype, pkt,
+                                               o->stream);
 #if MSCCLPP_HAVE_CUDA
   cudaError_t e = r == mscclppSuccess ? cudaStreamSynchronize((cudaStream_t)o->stream) : cudaSuccess;
   if (e != cudaSuccess) {

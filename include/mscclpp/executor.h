@@ -46,9 +46,21 @@ mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info);
  * the plan reads and writes peers' buffers directly, so every rank's buffers are registered and
  * exchanged the first time a buffer pair is used (a collective step: outside CUDA-graph capture),
  * then cached on the communicator with the channels and scratch, so later calls, captured or not,
- * do no setup. Ranks must call with the same plans, sizes and buffers-in-the-same-calls. */
+ * do no setup. Ranks must call with the same plans, sizes and buffers-in-the-same-calls.
+ * mscclppExecutePlanPacket below picks LL8 instead. */
 mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
                                    size_t sendBytes, size_t recvBytes, mscclppDataType_t datatype, void* stream);
+
+/* The packet formats of LL plans (mscclpp/packet.h): LL16 carries 8 data bytes and two 4-byte flags
+ * in 16 bytes, LL8 4 data bytes and one flag in 8 (half the stores per byte, one 8-byte store each). */
+typedef enum { mscclppPacketLL16 = 0, mscclppPacketLL8 = 1 } mscclppPacketType_t;
+
+/* mscclppExecutePlan with the packet format of LL plans on GPU ranks (every rank must use the same
+ * one with a plan; Simple plans ignore it). CPU ranks keep their packets inside the host
+ * interpreter (LL16): the format changes nothing there. Another value is InvalidArgument. */
+mscclppResult_t mscclppExecutePlanPacket(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
+                                         size_t sendBytes, size_t recvBytes, mscclppDataType_t datatype,
+                                         mscclppPacketType_t packet, void* stream);
 
 /* ---- Plan registry: plans the collectives of collectives.h run instead of the built-in algorithms.
  *

@@ -1,6 +1,6 @@
 /* api.c - mscclppExecutePlan: argument checks, then the interpreter for this rank's kind: the CPU
  * executor (exec/cpu/) runs the call before returning, the GPU executor (exec/gpu/) enqueues one
- * kernel on the stream (LL plans use LL16 packets here; exec_gpu_run also takes LL8). */
+ * kernel on the stream (LL plans use LL16 packets, or LL8 through mscclppExecutePlanPacket). */
 #include <mscclpp/executor.h>
 
 #include "plan/plan.h"
@@ -12,6 +12,13 @@
 
 mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
                                    size_t sendBytes, size_t recvBytes, mscclppDataType_t datatype, void* stream) {
+  return mscclppExecutePlanPacket(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, datatype, mscclppPacketLL16,
+                                  stream);
+}
+
+mscclppResult_t mscclppExecutePlanPacket(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
+                                         size_t sendBytes, size_t recvBytes, mscclppDataType_t datatype,
+                                         mscclppPacketType_t packet, void* stream) {
   err_clear();
   COMM_CHECK(comm);
   MPP_CHECK_ARG(plan != NULL, "%s: plan is NULL", __func__);
@@ -26,7 +33,10 @@ mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const
   if (plan->inplace && !overlap && sendBytes && recvBytes)
     return MPP_ERR(mscclppInvalidUsage, "%s: %s is an in-place plan; the call's input and output do not overlap",
                    __func__, plan->file);
+  MPP_CHECK_ARG(packet == mscclppPacketLL16 || packet == mscclppPacketLL8,
+                "%s: packet format %d; mscclppPacketLL16 (0) or mscclppPacketLL8 (1)", __func__, (int)packet);
   if (comm->kind == mscclppRankGpu)
-    return exec_gpu_run(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, (int)datatype, stream, EXEC_GPU_LL16);
+    return exec_gpu_run(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, (int)datatype, stream,
+                        packet == mscclppPacketLL8 ? EXEC_GPU_LL8 : EXEC_GPU_LL16);
   return exec_cpu_run(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, (int)datatype);
 }

@@ -99,7 +99,8 @@ static void execute(const struct job* j) {
     CHECK_OK(mscclppExecutePlan(g.comm, j->plan, g.dev + j->soff, g.dev + j->roff, j->sb, j->rb,
                                 (mscclppDataType_t)j->dtype, g.stream));
   else
-    CHECK_OK(exec_gpu_run(g.comm, j->plan, g.dev + j->soff, g.dev + j->roff, j->sb, j->rb, j->dtype, g.stream, j->packet));
+    CHECK_OK(mscclppExecutePlanPacket(g.comm, j->plan, g.dev + j->soff, g.dev + j->roff, j->sb, j->rb,
+                                      (mscclppDataType_t)j->dtype, mscclppPacketLL8, g.stream));
 }
 
 /* Waits for the calls, checks the device's failure record, meets every rank (nobody refills

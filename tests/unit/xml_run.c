@@ -23,8 +23,15 @@ static void run_one(mscclppComm_t comm, mscclppPlan_t plan, int rank, int nranks
   for (size_t i = 0; i < count; i++) in[i] = input_of(rank, i, iter);
   for (size_t i = 0; i < out_count; i++) out[i] = -1.0f;
   if (info.inplace) memcpy(out, in, count * sizeof(float));
-  CHECK_OK(mscclppExecutePlan(comm, plan, info.inplace ? out : in, out, count * sizeof(float), out_count * sizeof(float),
-                              mscclppFloat32, NULL));
+  const void* src = info.inplace ? out : in;
+  if (iter == 0) { /* a packet format that does not exist fails before anything collective */
+    CHECK(mscclppExecutePlanPacket(comm, plan, src, out, count * sizeof(float), out_count * sizeof(float), mscclppFloat32,
+                                   (mscclppPacketType_t)7, NULL) == mscclppInvalidArgument);
+    CHECK_MSG(strstr(mscclppGetLastError(), "packet format 7") != NULL, "got: %s", mscclppGetLastError());
+  }
+  /* odd iterations ask for LL8 (CPU ranks keep their own packets: the same results) */
+  CHECK_OK(mscclppExecutePlanPacket(comm, plan, src, out, count * sizeof(float), out_count * sizeof(float), mscclppFloat32,
+                                    iter & 1 ? mscclppPacketLL8 : mscclppPacketLL16, NULL));
   for (size_t i = 0; i < out_count; i++) {
     float want = 0;
     if (gather) want = input_of((int)(i / count), i % count, iter);
