@@ -242,7 +242,11 @@ int main(int argc, char** argv) {
   const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 || g.graph ? big : small;
   uint64_t zc_seen = 0;
   int ndt = gpu_rank_env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
-  for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
+  /* ce starts with allgather: its state is made without the reductions' buffer, which the first
+   * reduction then adds. */
+  int first = strcmp(variant, "ce") == 0 ? ALGO_COLL_ALLGATHER : 0;
+  for (int i = 0; i < ALGO_COLL_SENDRECV; i++) {
+    int coll = (i + first) % ALGO_COLL_SENDRECV;
     int allreduce_only = strcmp(variant, "ll2") == 0 || strcmp(variant, "bulk1") == 0;
     if (allreduce_only && coll != ALGO_COLL_ALLREDUCE) continue;
     for (int di = 0; di < ndt; di++)

@@ -59,8 +59,12 @@ void gpu_ce_free(struct gpu_ce* ce) {
   free(ce);
 }
 
-static cudaError_t ce_make(struct gpu_ce* ce, int nranks) {
+/* The streams and events (once), and the buffer of pulled parts when `reduce` asks for it (only
+ * reductions use it). */
+static cudaError_t ce_make(struct gpu_ce* ce, int nranks, int reduce) {
   cudaError_t e = cudaSuccess;
+  if (ce->fork != NULL) /* made before */
+    return reduce && ce->buf == NULL ? cudaMalloc((void**)&ce->buf, (size_t)(2ull * (uint64_t)nranks * ce->chunk)) : e;
   for (int d = 0; d < 2 && e == cudaSuccess; d++)
     for (int q = 0; q < nranks && e == cudaSuccess; q++) {
       e = cudaStreamCreateWithFlags(&ce->side[d][q], cudaStreamNonBlocking);
@@ -68,31 +72,35 @@ static cudaError_t ce_make(struct gpu_ce* ce, int nranks) {
     }
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ce->fork, cudaEventDisableTiming);
   for (int i = 0; i < 2 && e == cudaSuccess; i++) e = cudaEventCreateWithFlags(&ce->reduced[i], cudaEventDisableTiming);
-  if (e == cudaSuccess) e = cudaMalloc((void**)&ce->buf, (size_t)(2ull * (uint64_t)nranks * ce->chunk));
+  if (e == cudaSuccess && reduce) e = cudaMalloc((void**)&ce->buf, (size_t)(2ull * (uint64_t)nranks * ce->chunk));
   return e;
 }
 
-/* The state, made on the first copy-engine call (it may be under capture: the allocations run in
- * relaxed capture mode, none of them touches a stream). */
-static mscclppResult_t ce_get(struct gpu_net* g, struct gpu_ce** out) {
-  if (g->ce != NULL) {
-    *out = g->ce;
+/* The state, made on the first copy-engine call, its buffer on the first reduction (either may be
+ * under capture: the allocations run in relaxed capture mode, none of them touches a stream). A
+ * failure leaves nothing half made: the next call tries again. */
+static mscclppResult_t ce_get(struct gpu_net* g, int reduce, struct gpu_ce** out) {
+  struct gpu_ce* ce = g->ce;
+  if (ce != NULL && (ce->buf != NULL || !reduce)) {
+    *out = ce;
     return mscclppSuccess;
   }
-  int64_t chunk = param_int(PARAM_ALGO_GPU_CE_CHUNK);
-  if (chunk < 16)
-    return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_CE_CHUNK=%lld: need at least 16 bytes", (long long)chunk);
-  struct gpu_ce* ce = calloc(1, sizeof(*ce));
-  if (ce == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives: out of host memory");
-  ce->chunk = (uint64_t)chunk / 16 * 16;
+  if (ce == NULL) {
+    int64_t chunk = param_int(PARAM_ALGO_GPU_CE_CHUNK);
+    if (chunk < 16)
+      return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_GPU_CE_CHUNK=%lld: need at least 16 bytes", (long long)chunk);
+    ce = calloc(1, sizeof(*ce));
+    if (ce == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives: out of host memory");
+    ce->chunk = (uint64_t)chunk / 16 * 16;
+  }
   enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
   int prev = ext_dev_enter(g->dev);
-  cudaError_t e = ce_make(ce, g->d.nranks);
+  cudaError_t e = ce_make(ce, g->d.nranks, reduce);
   ext_dev_leave(prev, g->dev);
   cudaThreadExchangeStreamCaptureMode(&mode);
   if (e != cudaSuccess) {
-    gpu_ce_free(ce);
+    if (ce != g->ce) gpu_ce_free(ce);
     return gpu_cuda_check(e, "setting up the copy-engine collectives");
   }
   g->ce = *out = ce;
@@ -178,9 +186,9 @@ static mscclppResult_t run_ce(struct algo_comm* ac, const struct algo_args* a, a
   int go = 0;
   MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, &go));
   if (!go) return staged(ac, a);
-  MPP_CHECK(ce_get(g, &ce));
   struct gx_plan p[2];
   (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  MPP_CHECK(ce_get(g, p[0].mode == GX_REDUCE, &ce));
   cudaStream_t stream = (cudaStream_t)a->stream;
   MPP_CHECK(gpu_launch_ce_round(&g->d, stream));
   if (p[0].mode == GX_COPY) MPP_CHECK(ce_parts(ce, &g->d, &p[0], &z, stream));
