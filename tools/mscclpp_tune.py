@@ -8,8 +8,10 @@ for exactly this number of ranks (or writes them into the table with --update, a
 they replace, with a comment saying where and when they were measured). With --dtype the runs use
 that datatype (float otherwise) and the rules serve it alone (algo.tsv's datatype column): they go
 ahead of the rules for every datatype, which a later run without --dtype keeps behind them.
-Captured-only (zero-copy, copy-engine) algorithms are not tuned here: their rules (captured calls
-only) are placed by hand from forced runs.
+On GPU ranks the captured-only algorithms (zero copy, copy engine) are timed too (every run is
+CUDA-graph timed, i.e. captured): where one of them is the fastest of all, a rule with both bounds
+names it ahead of the others; the selection skips such rules for calls outside capture, which
+then take the fastest of the other algorithms (--no-captured leaves them out).
 
   mscclpp-tune.py -n 4 [--kind gpu] [--collectives allreduce,allgather] [-b 8 -e 256M -f 4]
                   [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--bin DIR] [--update tuning/algo.tsv]
@@ -62,9 +64,28 @@ def rules(win):
     return out
 
 
+def captured_rules(win, captured_only):
+    """[(bytes, algorithm)] of every algorithm, sorted by size -> [(min_bytes, max_bytes or None,
+    algorithm)] for the runs whose winner is captured-only: both bounds, since these rules stand
+    ahead of the others (a run covers the sizes above the previous run's largest)."""
+    out, lo = [], 0
+    runs = rules(win)
+    for i, (mx, algo) in enumerate(runs):
+        if algo in captured_only:
+            out.append((lo, mx, algo))
+        if mx is not None:
+            lo = mx + 1
+    return out
+
+
 def tsv_rows(coll, kind, nranks, rule_list, dtype=None):
-    return [("%-14s %-5s %-9d %-10d %-10s %-10s %s" % (coll, kind, nranks, nranks, "0",
-             "*" if mx is None else fmt_bytes(mx), algo)) + (" %s" % dtype if dtype else "") for mx, algo in rule_list]
+    """Rows of rules [(max_bytes or None, algorithm)] (min 0) or [(min, max or None, algorithm)]."""
+    rows = []
+    for r in rule_list:
+        lo, mx, algo = r if len(r) == 3 else (0, r[0], r[1])
+        rows.append(("%-14s %-5s %-9d %-10d %-10s %-10s %s" % (coll, kind, nranks, nranks, fmt_bytes(lo) if lo else "0",
+                     "*" if mx is None else fmt_bytes(mx), algo)) + (" %s" % dtype if dtype else ""))
+    return rows
 
 
 def rule_fields(line):
@@ -103,11 +124,11 @@ def update_table(text, coll, kind, nranks, rows, note, dtype=None):
 
 
 def algorithms(bindir, coll, kind):
+    """[(name, captured_only)] of the built-in algorithms of coll for the rank kind."""
     out = subprocess.run([os.path.join(bindir, "mscclpp-info"), "--algorithms"], check=True,
                          capture_output=True, text=True).stdout
-    # Captured-only (zero-copy) algorithms are left out: a rule naming one serves captured calls
-    # only, so picking it would leave the other calls of that range to the default algorithm.
-    return [f[0] for f in (l.split() for l in out.splitlines()) if len(f) == 3 and f[1] == coll and f[2] == kind]
+    return [(f[0], len(f) == 4 and f[3] == "captured-only") for f in (l.split() for l in out.splitlines())
+            if len(f) in (3, 4) and f[1] == coll and f[2] == kind]
 
 
 def measure(args, coll, algo):
@@ -141,6 +162,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--graphs", type=int, default=10)
     ap.add_argument("--dtype", help="tune for this datatype alone (mscclpp-perf's name, e.g. half)")
+    ap.add_argument("--no-captured", action="store_true", help="leave the captured-only algorithms out")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--bin", default=os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--update", metavar="TABLE")
@@ -148,14 +170,18 @@ def main():
     text = open(args.update).read() if args.update else None
     stamp = "%s on %s" % (datetime.date.today().isoformat(), socket.gethostname())
     for coll in args.collectives.split(","):
-        times = {a: measure(args, coll, a) for a in algorithms(args.bin, coll, args.kind)}
+        algos = [(a, c) for a, c in algorithms(args.bin, coll, args.kind) if not (c and args.no_captured)]
+        captured_only = {a for a, c in algos if c}
+        times = {a: measure(args, coll, a) for a, _ in algos}
         times = {a: t for a, t in times.items() if t}
-        if not times:
+        eager = {a: t for a, t in times.items() if a not in captured_only}
+        if not eager:
             sys.stderr.write("mscclpp-tune: no algorithm of %s ran on %s ranks\n" % (coll, args.kind))
             continue
         for a, t in times.items():
             print("# %s %s: %s" % (coll, a, " ".join("%s=%.1f" % (fmt_bytes(b), us) for b, us in sorted(t.items()))))
-        rows = tsv_rows(coll, args.kind, args.nranks, rules(winners(times)), args.dtype)
+        rule_list = captured_rules(winners(times), captured_only) + rules(winners(eager))
+        rows = tsv_rows(coll, args.kind, args.nranks, rule_list, args.dtype)
         print("\n".join(rows))
         if text is not None:
             note = "%s measured %s (out-of-place us, fastest wins)" % (

@@ -29,6 +29,15 @@ check(win == [(8, "a"), (1024, "c"), (65536, "b"), (1 << 20, "b")], "winners: %r
 r = tune.rules(win)
 check(r == [(8, "a"), (1024, "c"), (None, "b")], "rules: %r" % r)
 check(tune.fmt_bytes(65536) == "64K" and tune.fmt_bytes(3 << 20) == "3M" and tune.fmt_bytes(1000) == "1000", "fmt_bytes")
+# Captured-only winners: rules with both bounds, ahead of the rules of the other algorithms.
+ctimes = dict(times, z={8: 9.0, 1024: 1.0, 65536: 1.0, 1 << 20: 30.0})
+cr = tune.captured_rules(tune.winners(ctimes), {"z"})
+check(cr == [(9, 65536, "z")], "captured rules: %r" % cr)
+crow = tune.tsv_rows("allreduce", "gpu", 4, cr + r)
+check(crow[0].split() == ["allreduce", "gpu", "4", "4", "9", "64K", "z"] and crow[1].split()[4:] == ["0", "8", "a"],
+      "captured rows first, bounded: %r" % crow)
+check(tune.captured_rules(tune.winners({"z": {8: 1.0, 64: 1.0}, "a": {8: 2.0, 64: 2.0}}), {"z"}) == [(0, None, "z")],
+      "a captured-only winner of every size: one rule for all")
 rows = tune.tsv_rows("allreduce", "gpu", 4, r)
 check(len(rows) == 3 and rows[0].split() == ["allreduce", "gpu", "4", "4", "0", "8", "a"], "rows: %r" % rows)
 table = "# head\nallreduce gpu 4 4 0 1K old\nallreduce gpu 1 * 0 * keep\nallgather gpu 1 * 0 * other\n"
