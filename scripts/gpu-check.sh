@@ -9,7 +9,7 @@
 #   scripts/gpu-check.sh [BUILD]     (BUILD: a build dir, or a copy from scripts/gpu-bundle.sh)
 # Parts can be left out or narrowed to fit a device call: GPU_CHECK_TESTS (a ctest -R filter),
 # GPU_CHECK_PERF=0 (no NCCL comparison or copy-engine rows), GPU_CHECK_PLANS=0, GPU_CHECK_PRIM=0;
-# GPU_CHECK_TUNE=1 adds the forced-algorithm sweep for tuning/algo.tsv; GPU_CHECK_TEST_TIMEOUT and
+# GPU_CHECK_TUNE=1 adds mscclpp-tune's re-made tuning/algo.tsv; GPU_CHECK_TEST_TIMEOUT and
 # GPU_CHECK_PERF_TIMEOUT bound each test / benchmark run.
 set -uo pipefail
 build=${1:-build}
@@ -124,18 +124,17 @@ if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PRIM:-1}" != 0 ]; then
   add "primbench --sweep ($ngpus GPU ranks)" "exit $?"
 fi
 
-# Opt-in (GPU_CHECK_TUNE=1, a few more minutes): every GPU algorithm forced (MSCCLPP_ALGO) over
-# 8 B .. 64 MiB without NCCL, the data for tuning/algo.tsv's crossovers (tune-*.txt; the table
-# lists the time of each algorithm per size).
+# Opt-in (GPU_CHECK_TUNE=1, minutes: give it a device call of its own, GPU_CHECK_TESTS=none
+# GPU_CHECK_PERF=0 GPU_CHECK_PLANS=0 GPU_CHECK_PRIM=0): mscclpp-tune re-makes the rules of tuning/algo.tsv for
+# this number of GPUs (every GPU algorithm forced, captured-only ones included, 8 B .. 1 GiB) into a
+# copy, $out/algo.tsv, to review and commit; the table lists each algorithm's time per size.
 tune_table=()
 if [ "${GPU_CHECK_TUNE:-0}" = 1 ] && [ "$ngpus" -ge 2 ]; then
-  for algo in gpu_allreduce_ll1 gpu_allreduce_ll2 gpu_allreduce_bulk gpu_allgather_ll gpu_allgather_bulk \
-              gpu_reducescatter_ll gpu_reducescatter_bulk; do
-    coll=$(echo "$algo" | sed -E 's/^gpu_([a-z]+)_.*/\1/')
-    MSCCLPP_ALGO=$algo timeout 300 "$bin/mscclpp-run" -n "$ngpus" "$bin/mscclpp-perf" "$coll" --gpu -b 8 -e 64M -f 4 \
-      -n 20 -w 5 -G 10 -c 0 >"$out/tune-$algo.txt" 2>&1
-    tune_table+=("$(awk -v a="$algo" '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%-24s %11s %10s\n", a, $1, $6 }' "$out/tune-$algo.txt")")
-  done
+  cp tuning/algo.tsv "$out/algo.tsv"
+  timeout 540 "$bin/mscclpp-tune" -n "$ngpus" --kind gpu --collectives allreduce,allgather,reducescatter,alltoall \
+    -b 8 -e 1G -f 4 --iters 10 --warmup 3 --graphs 5 --bin "$bin" --update "$out/algo.tsv" >"$out/tune.txt" 2>&1
+  add "mscclpp-tune ($ngpus GPU ranks)" "exit $?"
+  tune_table+=("$(grep -v '^#' "$out/tune.txt")")
 fi
 
 # The device tool brings back only a few files: everything also goes into one archive.
@@ -143,7 +142,7 @@ tar -czf "$out/logs.tgz" -C "$out" --exclude logs.tgz . 2>/dev/null
 cat "$out/ring-demo.txt" "$out/collectives-demo.txt" "$out/primbench.txt" 2>/dev/null
 echo
 if [ "${#tune_table[@]}" -gt 0 ]; then
-  echo "== tuning sweep (out-of-place us per algorithm; CUDA graphs) =="
+  echo "== mscclpp-tune: new rules (in $out/algo.tsv; times per algorithm in tune.txt) =="
   printf '%s\n' "${tune_table[@]}" | sed '/^$/d'
   echo
 fi
