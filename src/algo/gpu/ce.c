@@ -20,13 +20,11 @@
  * Calls outside capture, premulsum and empty calls, and in-place alltoall run the bulk sibling
  * (gpu_graph_only_begin), as the zero-copy algorithms do. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "algo/algo.h"
 #include "algo/gpu/gpu.h"
 #include "channel/ext.h"
 #include "util/err.h"
-#include "util/log.h"
 #include "util/param.h"
 
 #if MSCCLPP_HAVE_CUDA
