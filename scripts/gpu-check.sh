@@ -116,6 +116,7 @@ if [ "$ngpus" -ge 1 ] && [ "${GPU_CHECK_PLANS:-1}" != 0 ] &&
     plan_table+=("$(awk -v k="$kind" '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%-8s %11s %10s %10s\n", k, $1, $6, $10 }' "$out/plan-$kind.txt")")
   done
 fi
+rm -rf "$perf_plans"
 
 # The channel primitives against raw baselines (issue 3's table), with the put/get sweep from 4 KiB
 # to 1 GiB, one peer and all peers at once (GPU_CHECK_PRIM=0 skips it).
