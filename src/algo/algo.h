@@ -106,6 +106,9 @@ struct algo_desc {
  * exists for the rank kind; an error (bad MSCCLPP_ALGO, bad table) otherwise. */
 mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int dtype, int captured,
                             const struct algo_desc** out);
+/* 1 when MSCCLPP_ALGO names an algorithm for this collective and rank kind (0 too when the
+ * environment or the table is bad: algo_select reports that). */
+int algo_forced(enum algo_coll coll, int kind);
 /* The registry (for tests and tools): *count entries. */
 const struct algo_desc* algo_registry(int* count);
 

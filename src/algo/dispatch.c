@@ -28,10 +28,11 @@ static mscclppResult_t not_built(const char* what) {
 
 /* On one rank every collective's output is its input: every operator is the identity on a single
  * input except premulsum, which scales it (and runs the algorithm). Returns 1 when it did the call:
- * a copy on the call's stream (GPU) or here (CPU), nothing in place. */
+ * a copy on the call's stream (GPU) or here (CPU), nothing in place. An algorithm forced by
+ * MSCCLPP_ALGO runs instead (its cost without peers can then be measured on one GPU). */
 static int one_rank(const struct algo_comm* ac, const struct algo_args* a, mscclppResult_t* res) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_REDUCE;
-  if (ac->nranks != 1 || (red && a->op == ALGO_OP_PREMUL)) return 0;
+  if (ac->nranks != 1 || (red && a->op == ALGO_OP_PREMUL) || algo_forced(a->coll, ac->kind)) return 0;
   size_t bytes = a->count * a->es;
   *res = mscclppSuccess;
   if (a->send == a->recv || bytes == 0) return 1;

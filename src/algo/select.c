@@ -124,6 +124,13 @@ static void load_once(void) {
   if (load_res != mscclppSuccess) snprintf(load_err, sizeof(load_err), "%s", err_last());
 }
 
+int algo_forced(enum algo_coll coll, int kind) {
+  pthread_once(&once, load_once);
+  for (int i = 0; load_res == mscclppSuccess && i < nforced; i++)
+    if (forced[i]->coll == coll && forced[i]->kind == kind) return 1;
+  return 0;
+}
+
 mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int dtype, int captured,
                             const struct algo_desc** out) {
   pthread_once(&once, load_once);

@@ -32,6 +32,11 @@ foreach(n 2 4)
                        "MSCCLPP_ALGO_CPU_SCRATCH=4096;MSCCLPP_ALGO=cpu_allreduce_rsag")
 endforeach()
 
+# One rank with the algorithms forced: they run (instead of the one-rank copy) and must be right.
+coll_test(coll_forced_n1 1 4096 -c allreduce,allgather,reducescatter -n 1,7,1000)
+set_tests_properties(coll_forced_n1 PROPERTIES ENVIRONMENT
+                     "MSCCLPP_ALGO_CPU_SCRATCH=4096;MSCCLPP_ALGO=cpu_allreduce_allpairs,cpu_allgather_direct,cpu_reducescatter_direct")
+
 # Send/recv in groups in every order, ungrouped, nested, beside a collective; shm and tcp.
 function(p2p_test name nranks)
   mpp_mp_test(coll_p2p NRANKS ${nranks} TESTNAME ${name} ARGS ${ARGN} SOURCES ${_coll_dir}/coll_p2p.c)
