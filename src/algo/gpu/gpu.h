@@ -30,6 +30,9 @@
 struct gpu_dev {
   mscclppMemoryChannel* chans; /* device array: chans[b * nranks + q], b < nblocks (q == rank: unused) */
   char* scratch;               /* this rank's scratch (device) */
+  char* peer_scratch[GPU_MAX_RANKS]; /* rank q's scratch mapped here (q == rank: scratch): a kernel
+                                      * parameter, so the LL kernel finds its peers' inboxes without
+                                      * a global load per peer */
   uint32_t* flag;              /* device: the last LL flag used (LL launches add one) */
   uint32_t* done;              /* device: blocks of the current LL launch that finished */
   uint64_t ll_slot, ll_bytes;  /* LL inbox bytes (multiple of 16), LL region bytes */

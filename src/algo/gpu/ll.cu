@@ -28,16 +28,16 @@ __device__ __forceinline__ uint32_t tail(uint64_t bytes, uint64_t i) {
   return left < 8 ? (uint32_t)left : 8u;
 }
 
-/* Phase A: every part for a peer goes out as packets (scaled first for premulsum), plus the sync
- * packet at the end of each peer inbox. */
+/* Phase A: every part for a peer goes out as packets (scaled first for premulsum), then the sync
+ * packet at the end of each peer inbox (last: the first data loads need not wait for the flag).
+ * The peers' inboxes are found through kernel parameters (d.peer_scratch), not channel loads. */
 template <int DT>
 __device__ void ll_send(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint32_t tid, uint32_t nt) {
   uint32_t parity = flag & 1;
   algo_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
   for (int q = 0; q < d.nranks; q++) {
     if (q == d.rank) continue;
-    mscclppLL16Packet* box = ll_inbox(d, (char*)d.chans[q].remote, parity, d.rank);
-    if (tid == 0) mscclppLL16Write(&box[d.ll_slot / 16 - 1], 0, flag);
+    mscclppLL16Packet* box = ll_inbox(d, d.peer_scratch[q], parity, d.rank);
     uint64_t len = p.send_len[q];
     const char* src = p.src + p.send_off[q];
     for (uint64_t i = tid; i < npk(len); i += nt) {
@@ -46,6 +46,8 @@ __device__ void ll_send(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint3
       mscclppLL16Write(&box[i], v, flag);
     }
   }
+  for (uint32_t q = tid; q < (uint32_t)d.nranks; q += nt)
+    if ((int)q != d.rank) mscclppLL16Write(&ll_inbox(d, d.peer_scratch[q], parity, d.rank)[d.ll_slot / 16 - 1], 0, flag);
 }
 
 /* Phase B, GX_COPY: the parts that arrive go to dst; the own part is copied unless in place. */
@@ -82,12 +84,10 @@ __device__ int ll_reduce(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint
   uint64_t pl[GPU_MAX_RANKS];
   algo_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
   for (uint64_t i = tid; i < npk(len); i += nt) {
+    pl[d.rank] = mscclppLoadBytes(own + i * 8, tail(len, i)); /* before the polls: overlaps them */
+    if (p.scale_send) pl[d.rank] = scale8<DT>(pl[d.rank], sc);
     for (int r = 0; r < d.nranks; r++) {
-      if (r == d.rank) {
-        pl[r] = mscclppLoadBytes(own + i * 8, tail(len, i));
-        if (p.scale_send) pl[r] = scale8<DT>(pl[r], sc);
-        continue;
-      }
+      if (r == d.rank) continue;
       int rc = mscclppLL16Read(&ll_inbox(d, d.scratch, flag & 1, r)[i], flag, &pl[r], &d.chans[r].sem.wait);
       if (rc != MSCCLPP_DEVICE_OK) return rc;
     }
@@ -96,7 +96,9 @@ __device__ int ll_reduce(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint
   return MSCCLPP_DEVICE_OK;
 }
 
-/* Phase C: every peer's sync packet of this launch, then the last block advances the flag. */
+/* Phase C: every peer's sync packet of this launch, then the last block advances the flag. Only
+ * the next launch on this stream reads the flag and the count, after this one completed: neither
+ * needs a fence, and a launch of one block needs no count. */
 __device__ void ll_finish(const gpu_dev& d, uint32_t flag, int failed) {
   if (blockIdx.x == 0 && threadIdx.x < (unsigned)d.nranks && (int)threadIdx.x != d.rank && !failed) {
     int q = (int)threadIdx.x;
@@ -104,16 +106,12 @@ __device__ void ll_finish(const gpu_dev& d, uint32_t flag, int failed) {
     (void)mscclppLL16Read(&ll_inbox(d, d.scratch, flag & 1, q)[d.ll_slot / 16 - 1], flag, &v, &d.chans[q].sem.wait);
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    /* Every block's packets were issued before its count; the next launch on this stream starts
-     * after this one completes, so a plain store of the flag is what it reads. */
-    __threadfence();
-    uint32_t old = atomicAdd(d.done, 1u);
-    if (old == gridDim.x - 1) {
-      *d.done = 0;
-      *(volatile uint32_t*)d.flag = flag;
-    }
+  if (threadIdx.x != 0) return;
+  if (gridDim.x > 1) {
+    if (atomicAdd(d.done, 1u) != gridDim.x - 1) return;
+    *d.done = 0;
   }
+  *(volatile uint32_t*)d.flag = flag;
 }
 
 template <int DT, int OP>

@@ -119,6 +119,8 @@ static mscclppResult_t connect_peer(struct gpu_net* g, struct mscclppComm* comm,
 }
 
 static mscclppResult_t upload(struct gpu_net* g) {
+  for (int q = 0; q < g->d.nranks; q++)
+    g->d.peer_scratch[q] = q == g->d.rank ? g->d.scratch : (char*)g->hchans[q].remote;
   size_t bytes = (size_t)g->d.nblocks * (size_t)g->d.nranks * sizeof(mscclppMemoryChannel);
   cudaError_t e = cudaMalloc((void**)&g->d.chans, bytes);
   if (e == cudaSuccess) e = cudaMemcpy(g->d.chans, g->hchans, bytes, cudaMemcpyHostToDevice);
