@@ -5,7 +5,9 @@
  *
  *   mscclpp-run -n N mscclpp-primbench [--runs R] [--iters I] [--bytes B] [--sweep]
  *
- * Exit 0 (whatever the targets say; the table says PASS/MISS), 77 without two GPUs. */
+ * On one rank it measures what one GPU can: the ping-pongs between two blocks of the GPU (raw
+ * flags, semaphores with and without release/acquire) and the system-scope fence a release costs.
+ * Exit 0 (whatever the targets say; the table says PASS/MISS), 77 without a GPU per rank. */
 #include "gpu_common.h"
 
 #define BLOCKS 528
@@ -87,6 +89,38 @@ __global__ void k_proxy_rt(const mscclppPortChannel* ch, int iters, int* rc, uns
   if (r != MSCCLPP_DEVICE_OK) *rc = r;
 }
 
+/* The release a signal pays: a system-scope fence, iters times, nothing else. */
+__global__ void k_fence(int iters, unsigned long long* ns) {
+  uint64_t t0 = gt_ns();
+  for (int i = 0; i < iters; i++) mscclppFenceSys();
+  *ns = gt_ns() - t0;
+}
+
+/* One GPU: blocks 0 and 1 ping-pong through sems[0] and sems[1] (each other's tokens). kind 0: raw
+ * volatile flags (words of their own, values base + i), 1: signal/wait, 2: relaxed. Block 0 times. */
+__global__ void k_local_pingpong(const mscclppMemoryDevSemaphore* sems, volatile uint64_t* raw, int kind, int iters,
+                                 uint64_t base, int* rc, unsigned long long* ns) {
+  const mscclppMemoryDevSemaphore* s = &sems[blockIdx.x];
+  int first = blockIdx.x == 0, r = MSCCLPP_DEVICE_OK;
+  volatile uint64_t* mine = raw + 16 * blockIdx.x;
+  volatile uint64_t* theirs = raw + 16 * (1 - blockIdx.x);
+  uint64_t t0 = gt_ns();
+  for (int i = 1; i <= iters && r == MSCCLPP_DEVICE_OK; i++) {
+    if (kind == 0) {
+      if (first) *theirs = base + (uint64_t)i;
+      while (*mine != base + (uint64_t)i) {
+      }
+      if (!first) *theirs = base + (uint64_t)i;
+      continue;
+    }
+    if (first) kind == 1 ? mscclppMemoryDevSemaphoreSignal(s) : mscclppMemoryDevSemaphoreRelaxedSignal(s);
+    r = kind == 1 ? mscclppMemoryDevSemaphoreWait(s) : mscclppMemoryDevSemaphoreRelaxedWait(s);
+    if (!first) kind == 1 ? mscclppMemoryDevSemaphoreSignal(s) : mscclppMemoryDevSemaphoreRelaxedSignal(s);
+  }
+  if (first) *ns = gt_ns() - t0;
+  if (r != MSCCLPP_DEVICE_OK) *rc = r;
+}
+
 /* Raw SM stores: a plain grid-stride 16-byte copy into peer memory. */
 __global__ void __launch_bounds__(THREADS) k_raw_sm(uint4* dst, const uint4* src, uint64_t n16) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n16; i += (uint64_t)gridDim.x * blockDim.x)
@@ -127,7 +161,7 @@ static unsigned long long take_ns(struct pb* b, const char* what) {
 
 /* Median over runs of a latency kernel's ns per iteration (both active ranks run it; rank 0's
  * figure is reported). kind: 0 raw, 1 memory channel, 2 LL16, 3 LL8, 4 port ping-pong, 5 proxy,
- * 6 memory channel relaxed. */
+ * 6 memory channel relaxed, 7 the system-scope fence alone. */
 static double latency(struct pb* b, int kind) {
   double v[64];
   int first = b->c.rank == 0;
@@ -145,6 +179,7 @@ static double latency(struct pb* b, int kind) {
       case 3: k_ll_pingpong<<<1, 1, 0, gt_stream>>>(b->d_mem, first, 0, b->iters, (uint32_t)base, b->d_rc, b->d_ns); break;
       case 4: k_port_pingpong<<<1, 1, 0, gt_stream>>>(b->d_port, first, b->iters, b->d_rc, b->d_ns); break;
       case 5: k_proxy_rt<<<1, 1, 0, gt_stream>>>(b->d_port, b->iters, b->d_rc, b->d_ns); break;
+      case 7: k_fence<<<1, 1, 0, gt_stream>>>(b->iters, b->d_ns); break;
     }
     v[run] = (double)take_ns(b, "latency") / b->iters / 1e3;
   }
@@ -187,7 +222,7 @@ static void row(const char* what, double value, const char* unit, const char* re
 
 static void report(struct pb* b) {
   double raw = latency(b, 0), mem = latency(b, 1), ll16 = latency(b, 2), ll8 = latency(b, 3), port = latency(b, 4);
-  double proxy = latency(b, 5), relaxed = latency(b, 6);
+  double proxy = latency(b, 5), relaxed = latency(b, 6), fence = latency(b, 7);
   double ce_raw = bandwidth(b, 0), ce_put = bandwidth(b, 1), sm_raw = bandwidth(b, 2), sm_put = bandwidth(b, 3);
   if (b->c.rank != 0) return;
   char ref[96], st[64];
@@ -196,8 +231,11 @@ static void report(struct pb* b) {
   printf("%-42s %15s  %-34s %-16s %s\n", "primitive", "measured", "reference", "target", "status");
   row("raw flag one-way latency (ping-pong / 2)", raw / 2, "us", "hardware.md: 0.73 us (NVLink, 0<->1)", "-", "");
   snprintf(ref, sizeof(ref), "raw ping-pong round trip %.2f us", raw);
+  row("system-scope fence alone (each release)", fence, "us", "-", "-", "");
   snprintf(st, sizeof(st), "%s (%.2fx raw)", mem <= 1.5 * raw ? "PASS" : "MISS", mem / raw);
-  row("memory-channel signal+wait round trip", mem, "us", ref, "<= 1.5x raw", st);
+  char floor_ref[160];
+  snprintf(floor_ref, sizeof(floor_ref), "%s; + 2 fences %.2f", ref, raw + 2 * fence);
+  row("memory-channel signal+wait round trip", mem, "us", floor_ref, "<= 1.5x raw", st);
   snprintf(st, sizeof(st), "%s (%.2fx raw)", relaxed <= 1.5 * raw ? "PASS" : "MISS", relaxed / raw);
   row("memory-channel relaxed signal+wait round trip", relaxed, "us", ref, "<= 1.5x raw", st);
   snprintf(ref, sizeof(ref), "raw one-way %.2f us", raw / 2);
@@ -215,6 +253,46 @@ static void report(struct pb* b) {
 
 #include "primbench_sweep.cuh"
 
+/* One rank: the two-block ping-pongs of one GPU and the fence, median of runs. */
+static double local_latency(struct pb* b, const mscclppMemoryDevSemaphore* sems, uint64_t* raw, int kind) {
+  double v[64];
+  for (int run = 0; run < b->runs; run++) {
+    uint64_t base = (uint64_t)(run + 1) * (uint64_t)(b->iters + 1);
+    if (kind == 7) k_fence<<<1, 1, 0, gt_stream>>>(b->iters, b->d_ns);
+    else k_local_pingpong<<<2, 1, 0, gt_stream>>>(sems, raw, kind, b->iters, base, b->d_rc, b->d_ns);
+    v[run] = (double)take_ns(b, "local latency") / b->iters / 1e3;
+  }
+  return gt_median(v, b->runs);
+}
+
+/* Semaphores between two blocks of this GPU: each block's token, expected count and the other's
+ * token in one zeroed device buffer (waits bounded by 10 s, reported nowhere), raw flags beside. */
+static void local_report(struct pb* b) {
+  uint64_t* w = NULL;
+  mscclppMemoryDevSemaphore h[2], *d_sems = NULL;
+  CUDA_OK(cudaMalloc((void**)&w, 4096));
+  CUDA_OK(cudaMemset(w, 0, 4096));
+  memset(h, 0, sizeof(h));
+  for (int i = 0; i < 2; i++) {
+    h[i].inbound = w + 32 * i;
+    h[i].expected = w + 32 * i + 16;
+    h[i].remoteInbound = w + 32 * (1 - i);
+    h[i].wait.timeoutNs = 10000000000ull;
+    h[i].wait.peer = 1 - i;
+  }
+  d_sems = gt_to_device(h, 2);
+  double raw = local_latency(b, d_sems, w + 128, 0), mem = local_latency(b, d_sems, NULL, 1);
+  double relaxed = local_latency(b, d_sems, NULL, 2), fence = local_latency(b, d_sems, NULL, 7);
+  printf("\nmscclpp-primbench: one rank, two blocks of one GPU, median of %d runs (%d iterations each)\n", b->runs, b->iters);
+  printf("%-42s %15s  %s\n", "primitive", "measured", "note");
+  printf("%-42s %9.2f us     %s\n", "raw flag round trip", raw, "volatile stores and loads");
+  printf("%-42s %9.2f us     %.2fx raw\n", "semaphore signal+wait round trip", mem, mem / raw);
+  printf("%-42s %9.2f us     %.2fx raw\n", "semaphore relaxed signal+wait round trip", relaxed, relaxed / raw);
+  printf("%-42s %9.2f us     %s\n", "system-scope fence alone", fence, "a release signal pays one");
+  CUDA_OK(cudaFree(d_sems));
+  CUDA_OK(cudaFree(w));
+}
+
 int main(int argc, char** argv) {
   struct pb b;
   memset(&b, 0, sizeof(b));
@@ -231,7 +309,16 @@ int main(int argc, char** argv) {
   CHECK(b.runs >= 1 && b.runs <= 64 && b.iters >= 1 && b.bytes >= 4096);
   gt_init(&b.c);
   struct gt_ctx* c = &b.c;
-  if (c->nranks < 2) TEST_SKIP("mscclpp-primbench needs 2 ranks");
+  if (c->nranks < 2) {
+    CUDA_OK(cudaMalloc((void**)&b.d_rc, sizeof(int)));
+    CUDA_OK(cudaMemset(b.d_rc, 0, sizeof(int)));
+    CUDA_OK(cudaMalloc((void**)&b.d_ns, sizeof(*b.d_ns)));
+    local_report(&b);
+    CUDA_OK(cudaFree(b.d_rc));
+    CUDA_OK(cudaFree(b.d_ns));
+    CHECK_OK(mscclppCommDestroy(c->comm)); /* nothing was set up beyond the communicator */
+    return 0;
+  }
   /* --sweep: every rank's puts land in each peer's scratch at rank * B, its gets in its src */
   uint64_t need = b.sweep ? (uint64_t)c->nranks * b.bytes : b.bytes;
   gt_setup(c, need < (4u << 20) ? (4u << 20) : need);
