@@ -83,7 +83,8 @@ __device__ void xk_block(xk& k) {
   }
 }
 
-/* The call's end: the last block to arrive resets the per-call state and advances `launches`.
+/* The call's end: the last block to arrive resets the per-call state and advances `launches` (a
+ * launch of one block needs no count: that block is the last).
  * A call that is not counted (no packets, no double scratch, nothing to reset) uses its number
  * only to name itself in error reports: block 0 advances it without waiting for an answer, and no
  * block waits for the others (a late block may then report the next number). */
@@ -99,10 +100,10 @@ __device__ void xk_finish(const xg_params& P, uint64_t launch) {
    * every other block's before the reset below. Without, the count orders nothing (the next
    * kernel sees `launches` through the kernel boundary), and skipping the fences saves the wait
    * for this block's writes and the L1 invalidation at every block's end. */
-  unsigned prev;
-  if (P.nsems == 0 && P.nbarriers == 0) /* nothing of the other blocks' to read: counting only */
+  unsigned prev = 0; /* one block: it is the last, its updates ordered before thread 0 by the barrier */
+  if (gridDim.x > 1 && P.nsems == 0 && P.nbarriers == 0) /* nothing of the others' to read: counting only */
     asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(P.done) : "memory");
-  else
+  else if (gridDim.x > 1)
     asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(prev) : "l"(P.done) : "memory");
   if (prev + 1 != gridDim.x) return;
   *P.done = 0;
