@@ -5,7 +5,8 @@
 # 1 GiB; execution plans against the built-in allreduce; mscclpp-primbench --sweep) from a build
 # made elsewhere (carried in BUILD), write full logs under $OUT (or ./gpu-logs), and print a short
 # table last. On one GPU, MSCCLPP_TEST_SHARE_GPUS=1 runs the multi-rank tests with ranks sharing it
-# (correctness only; the bulk tests take minutes) and the plans' rows time one rank.
+# (correctness only; the bulk tests take minutes), the plans' rows time one rank, and primbench and
+# the LL kernels (forced) run on one rank.
 #   scripts/gpu-check.sh [BUILD]     (BUILD: a build dir, or a copy from scripts/gpu-bundle.sh)
 # Parts can be left out or narrowed to fit a device call: GPU_CHECK_TESTS (a ctest -R filter),
 # GPU_CHECK_PERF=0 (no NCCL comparison or copy-engine rows), GPU_CHECK_PLANS=0, GPU_CHECK_PRIM=0;
@@ -125,6 +126,21 @@ if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PRIM:-1}" != 0 ]; then
   add "primbench --sweep ($ngpus GPU ranks)" "exit $?"
 fi
 
+# One GPU: what it can measure of issue 3 and 4 - the primitives between two blocks of the GPU with
+# the fence a release costs (primbench on one rank), and the built-in LL kernels' cost without
+# peers (the algorithm forced on one rank; otherwise a one-rank collective is a copy).
+one_gpu_table=()
+if [ "$ngpus" -eq 1 ] && [ "${GPU_CHECK_PRIM:-1}" != 0 ]; then
+  timeout "$perf_timeout" "$bin/mscclpp-run" -n 1 "$bin/mscclpp-primbench" >"$out/primbench.txt" 2>&1
+  add "primbench (one rank)" "exit $?"
+  for c in allreduce:gpu_allreduce_ll1 allgather:gpu_allgather_ll reducescatter:gpu_reducescatter_ll; do
+    MSCCLPP_ALGO=${c#*:} timeout "$perf_timeout" "$bin/mscclpp-run" -n 1 "$bin/mscclpp-perf" "${c%%:*}" --gpu \
+      -s 8,1K,64K -n 50 -w 10 -G 50 -c 1 >"$out/perf-1rank-${c#*:}.txt" 2>&1
+    add "perf ${c#*:} (one rank)" "exit $?$(grep -q 'FAILED' "$out/perf-1rank-${c#*:}.txt" && echo ', WRONG RESULTS')"
+    one_gpu_table+=("$(awk -v a="${c#*:}" '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%-22s %10s %10s\n", a, $1, $6 }' "$out/perf-1rank-${c#*:}.txt")")
+  done
+fi
+
 # Opt-in (GPU_CHECK_TUNE=1, minutes: give it a device call of its own, GPU_CHECK_TESTS=none
 # GPU_CHECK_PERF=0 GPU_CHECK_PLANS=0 GPU_CHECK_PRIM=0): mscclpp-tune re-makes the rules of tuning/algo.tsv for
 # this number of GPUs (every GPU algorithm forced, captured-only ones included, 8 B .. 1 GiB) into a
@@ -153,6 +169,11 @@ if [ "${#plan_table[@]}" -gt 0 ]; then
   echo
   echo "== allreduce: execution plans vs built-in (us, CUDA graphs; out of place, in place) =="
   printf '%s\n' "${plan_table[@]}" | sed '/^$/d'
+fi
+if [ "${#one_gpu_table[@]}" -gt 0 ]; then
+  echo
+  echo "== built-in LL kernels on one rank, no peers (us, CUDA graphs) =="
+  printf '%s\n' "${one_gpu_table[@]}" | sed '/^$/d'
 fi
 if [ "${#perf_table[@]}" -gt 0 ]; then
   echo
