@@ -50,18 +50,18 @@ __device__ void ll_send(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint3
     if ((int)q != d.rank) mscclppLL16Write(&ll_inbox(d, d.peer_scratch[q], parity, d.rank)[d.ll_slot / 16 - 1], 0, flag);
 }
 
-/* Phase B, GX_COPY: the parts that arrive go to dst; the own part is copied unless in place. */
+/* Phase B, GX_COPY: the own part is copied unless in place (first: its loads need not wait behind
+ * the peers' packets), then the parts that arrive go to dst. */
 __device__ int ll_copy(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint32_t tid, uint32_t nt) {
+  const char* own = p.src + p.send_off[d.rank];
+  char* own_dst = p.dst + p.recv_off[d.rank];
+  uint64_t own_len = p.recv_len[d.rank];
+  for (uint64_t i = tid; own != own_dst && i < npk(own_len); i += nt)
+    mscclppStoreBytes(own_dst + i * 8, mscclppLoadBytes(own + i * 8, tail(own_len, i)), tail(own_len, i));
   for (int q = 0; q < d.nranks; q++) {
+    if (q == d.rank) continue;
     uint64_t len = p.recv_len[q];
     char* dst = p.dst + p.recv_off[q];
-    if (q == d.rank) {
-      const char* src = p.src + p.send_off[q];
-      if (src == dst) continue;
-      for (uint64_t i = tid; i < npk(len); i += nt)
-        mscclppStoreBytes(dst + i * 8, mscclppLoadBytes(src + i * 8, tail(len, i)), tail(len, i));
-      continue;
-    }
     const mscclppLL16Packet* box = ll_inbox(d, d.scratch, flag & 1, q);
     for (uint64_t i = tid; i < npk(len); i += nt) {
       uint64_t v = 0;
