@@ -233,15 +233,16 @@ def allreduce_rre_inplace(n):
 
 def allreduce_ll_perf(n, nb):
     """The built-in one-shot LL allreduce as a plan: nb blocks, block b sends input chunk b as packets
-    to every peer's scratch and reduces it with the packets that arrive (repkt)."""
+    to every peer's scratch (one ppkt with a channel per peer) and reduces it with the packets that
+    arrive (repkt)."""
     gs = []
     for r in range(n):
         g = Gpu(r, nb, nb, n * nb)
         for b in range(nb):
             t = g.tb()
-            for p in peers(n, r):
-                t.op("ppkt", channel_type="memory", channel_ids=[t.ch("memory", p)], src_buff=[loc("i", b)],
-                     dst_buff=[t.rb("memory", p, "s", r * nb + b)])
+            ps = peers(n, r)  # one op puts to every peer: one decode and barrier instead of n - 1
+            t.op("ppkt", channel_type="memory", channel_ids=[t.ch("memory", p) for p in ps], src_buff=[loc("i", b)],
+                 dst_buff=[t.rb("memory", p, "s", r * nb + b) for p in ps])
             t.op("repkt", reduce_op="sum", src_buff=[loc("i", b)] + [loc("s", p * nb + b) for p in peers(n, r)],
                  dst_buff=[loc("o", b)])
         gs.append(g)
