@@ -21,7 +21,7 @@ struct ce_srcs {
 
 template <int DT, int OP>
 __global__ void __launch_bounds__(CE_RED_THREADS) ce_reduce_kernel(char* dst, ce_srcs s, int n, uint64_t count) {
-  red_range<DT, OP>(dst, s.p, n, count, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+  red_range<DT, OP, true>(dst, s.p, n, count, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
 }
 
 typedef void (*ce_fn)(char*, ce_srcs, int, uint64_t);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "algo/dtype.h"
+#include "algo/gpu/gpu.h"
 #include "algo/redop.h"
 
 /* Storage type T, accumulator A, and the conversions of one datatype. */
@@ -78,8 +79,9 @@ struct CombOp {
 };
 
 /* Reduces the 8-byte payloads pl[0..n) (rank order) element-wise; every lane is computed (lanes
- * past the data are garbage the caller does not store). */
-template <int DT, int OP>
+ * past the data are garbage the caller does not store). PAR: the loop over payloads is unrolled
+ * (constant indices, so a caller's array of them can stay in registers). */
+template <int DT, int OP, bool PAR = false>
 __device__ __forceinline__ uint64_t red8(const uint64_t* pl, int n) {
   typedef typename Ty<DT>::T T;
   typedef typename Ty<DT>::A A;
@@ -89,10 +91,19 @@ __device__ __forceinline__ uint64_t red8(const uint64_t* pl, int n) {
   memcpy(v, &pl[0], 8);
 #pragma unroll
   for (int e = 0; e < E; e++) acc[e] = Ty<DT>::in(v[e]);
-  for (int r = 1; r < n; r++) {
-    memcpy(v, &pl[r], 8);
+  if (PAR) {
 #pragma unroll
-    for (int e = 0; e < E; e++) acc[e] = gx_comb(acc[e], Ty<DT>::in(v[e]), (int)CombOp<OP>::v);
+    for (int r = 1; r < GPU_MAX_RANKS && r < n; r++) {
+      memcpy(v, &pl[r], 8);
+#pragma unroll
+      for (int e = 0; e < E; e++) acc[e] = gx_comb(acc[e], Ty<DT>::in(v[e]), (int)CombOp<OP>::v);
+    }
+  } else {
+    for (int r = 1; r < n; r++) {
+      memcpy(v, &pl[r], 8);
+#pragma unroll
+      for (int e = 0; e < E; e++) acc[e] = gx_comb(acc[e], Ty<DT>::in(v[e]), (int)CombOp<OP>::v);
+    }
   }
 #pragma unroll
   for (int e = 0; e < E; e++) v[e] = OP == ALGO_OP_AVG ? Ty<DT>::div(acc[e], n) : Ty<DT>::out(acc[e]);
@@ -135,8 +146,13 @@ __device__ __forceinline__ uint64_t scale8(uint64_t p, algo_scalar s) {
 /* dsts[k][i] = reduction over r < n of srcs[r][i] for every k < ndst, i < count, thread tid of nt
  * (element-wise; 8-byte or 16-byte units when every pointer is 8- or 16-aligned). The thread that
  * reads element i of the sources writes element i of the destinations, so a destination may be a
- * source (in place). */
-template <int DT, int OP>
+ * source (in place). PAR: every source's load of a unit is issued before any is used (the loop
+ * over sources unrolled to GPU_MAX_RANKS, the values in registers); without, the loop to n keeps
+ * them in local memory and the loads follow one another. PAR more than halves the time of a
+ * reduction of 4 to 8 local sources that miss in L2 (one H200), but costs registers and code:
+ * on one rank, where a zero-copy allreduce reduces one source, it made 1 and 16 MiB slower and
+ * 256 MiB faster (docs/measurements.md); the copy-engine reduction (local sources) uses it. */
+template <int DT, int OP, bool PAR = false>
 __device__ __forceinline__ void red_range_to(char* const* dsts, int ndst, const char* const* srcs, int n, uint64_t count,
                                              uint32_t tid, uint32_t nt) {
   typedef typename Ty<DT>::T T;
@@ -149,11 +165,19 @@ __device__ __forceinline__ void red_range_to(char* const* dsts, int ndst, const 
     uint64_t units = count * sizeof(T) / 16;
     uint64_t lo[GPU_MAX_RANKS], hi[GPU_MAX_RANKS];
     for (uint64_t u = tid; u < units; u += nt) {
-      for (int r = 0; r < n; r++) {
-        ulonglong2 v = ((const ulonglong2*)srcs[r])[u];
-        lo[r] = v.x, hi[r] = v.y;
+      if (PAR) {
+#pragma unroll
+        for (int r = 0; r < GPU_MAX_RANKS && r < n; r++) {
+          ulonglong2 v = ((const ulonglong2*)srcs[r])[u];
+          lo[r] = v.x, hi[r] = v.y;
+        }
+      } else {
+        for (int r = 0; r < n; r++) {
+          ulonglong2 v = ((const ulonglong2*)srcs[r])[u];
+          lo[r] = v.x, hi[r] = v.y;
+        }
       }
-      ulonglong2 res = make_ulonglong2(red8<DT, OP>(lo, n), red8<DT, OP>(hi, n));
+      ulonglong2 res = make_ulonglong2(red8<DT, OP, PAR>(lo, n), red8<DT, OP, PAR>(hi, n));
       for (int k = 0; k < ndst; k++) ((ulonglong2*)dsts[k])[u] = res;
     }
     first = units * 16 / sizeof(T);
@@ -161,8 +185,13 @@ __device__ __forceinline__ void red_range_to(char* const* dsts, int ndst, const 
     uint64_t units = count * sizeof(T) / 8;
     uint64_t pl[GPU_MAX_RANKS];
     for (uint64_t u = tid; u < units; u += nt) {
-      for (int r = 0; r < n; r++) pl[r] = ((const uint64_t*)srcs[r])[u];
-      uint64_t res = red8<DT, OP>(pl, n);
+      if (PAR) {
+#pragma unroll
+        for (int r = 0; r < GPU_MAX_RANKS && r < n; r++) pl[r] = ((const uint64_t*)srcs[r])[u];
+      } else {
+        for (int r = 0; r < n; r++) pl[r] = ((const uint64_t*)srcs[r])[u];
+      }
+      uint64_t res = red8<DT, OP, PAR>(pl, n);
       for (int k = 0; k < ndst; k++) ((uint64_t*)dsts[k])[u] = res;
     }
     first = units * 8 / sizeof(T);
@@ -176,10 +205,10 @@ __device__ __forceinline__ void red_range_to(char* const* dsts, int ndst, const 
 }
 
 /* red_range_to with one destination. */
-template <int DT, int OP>
+template <int DT, int OP, bool PAR = false>
 __device__ __forceinline__ void red_range(char* dst, const char* const* srcs, int n, uint64_t count, uint32_t tid,
                                           uint32_t nt) {
-  red_range_to<DT, OP>(&dst, 1, srcs, n, count, tid, nt);
+  red_range_to<DT, OP, PAR>(&dst, 1, srcs, n, count, tid, nt);
 }
 
 /* dst[i] = scale_elem(src[i]), i < count (premulsum parts on their way out, or the own part). */
