@@ -32,15 +32,15 @@ static const struct algo_desc registry[] = {
     GPU_ROW(gpu_reduce_ll, ALGO_COLL_REDUCE),
     GPU_ROW(gpu_alltoall_bulk, ALGO_COLL_ALLTOALL),
     GPU_ROW(gpu_alltoall_ll, ALGO_COLL_ALLTOALL),
-#define ZC_ROW(n, c) {.name = #n, .coll = c, .kind = mscclppRankGpu, .run = n, .graph_only = 1}
-    ZC_ROW(gpu_allreduce_zc, ALGO_COLL_ALLREDUCE),
-    ZC_ROW(gpu_allgather_zc, ALGO_COLL_ALLGATHER),
-    ZC_ROW(gpu_reducescatter_zc, ALGO_COLL_REDUCESCATTER),
-    ZC_ROW(gpu_alltoall_zc, ALGO_COLL_ALLTOALL),
-    ZC_ROW(gpu_allreduce_ce, ALGO_COLL_ALLREDUCE),
-    ZC_ROW(gpu_allgather_ce, ALGO_COLL_ALLGATHER),
-    ZC_ROW(gpu_reducescatter_ce, ALGO_COLL_REDUCESCATTER),
-    ZC_ROW(gpu_alltoall_ce, ALGO_COLL_ALLTOALL),
+#define ZC_ROW(n, f, c) {.name = n, .coll = c, .kind = mscclppRankGpu, .run = f, .graph_only = 1}
+    ZC_ROW("gpu_allreduce_zc", gpu_coll_zc, ALGO_COLL_ALLREDUCE),
+    ZC_ROW("gpu_allgather_zc", gpu_coll_zc, ALGO_COLL_ALLGATHER),
+    ZC_ROW("gpu_reducescatter_zc", gpu_coll_zc, ALGO_COLL_REDUCESCATTER),
+    ZC_ROW("gpu_alltoall_zc", gpu_coll_zc, ALGO_COLL_ALLTOALL),
+    ZC_ROW("gpu_allreduce_ce", gpu_coll_ce, ALGO_COLL_ALLREDUCE),
+    ZC_ROW("gpu_allgather_ce", gpu_coll_ce, ALGO_COLL_ALLGATHER),
+    ZC_ROW("gpu_reducescatter_ce", gpu_coll_ce, ALGO_COLL_REDUCESCATTER),
+    ZC_ROW("gpu_alltoall_ce", gpu_coll_ce, ALGO_COLL_ALLTOALL),
 #undef ZC_ROW
 #undef GPU_ROW
 };

@@ -150,3 +150,14 @@ mscclppResult_t gpu_broadcast_ll(struct algo_comm* ac, const struct algo_args* a
 mscclppResult_t gpu_broadcast_bulk(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 0, 0); }
 mscclppResult_t gpu_reduce_ll(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 1, 0); }
 mscclppResult_t gpu_reduce_bulk(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 0, 0); }
+
+algo_run_fn gpu_bulk_of(enum algo_coll coll) {
+  switch (coll) {
+    case ALGO_COLL_ALLREDUCE: return gpu_allreduce_bulk;
+    case ALGO_COLL_ALLGATHER: return gpu_allgather_bulk;
+    case ALGO_COLL_REDUCESCATTER: return gpu_reducescatter_bulk;
+    case ALGO_COLL_BROADCAST: return gpu_broadcast_bulk;
+    case ALGO_COLL_REDUCE: return gpu_reduce_bulk;
+    default: return gpu_alltoall_bulk;
+  }
+}

@@ -177,7 +177,8 @@ static mscclppResult_t ce_reduce(struct gpu_ce* ce, const struct gpu_dev* d, con
   return gpu_cuda_check(e, "copy-engine join");
 }
 
-static mscclppResult_t run_ce(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
+mscclppResult_t gpu_coll_ce(struct algo_comm* ac, const struct algo_args* a) {
+  algo_run_fn staged = gpu_bulk_of(a->coll);
   struct gpu_net* g = NULL;
   struct gpu_ce* ce = NULL;
   struct gx_zc z;
@@ -200,21 +201,6 @@ static mscclppResult_t run_ce(struct algo_comm* ac, const struct algo_args* a, a
 
 void gpu_ce_free(struct gpu_ce* ce) { (void)ce; }
 
-static mscclppResult_t run_ce(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
-  return staged(ac, a);
-}
+mscclppResult_t gpu_coll_ce(struct algo_comm* ac, const struct algo_args* a) { return gpu_bulk_of(a->coll)(ac, a); }
 
 #endif
-
-mscclppResult_t gpu_allreduce_ce(struct algo_comm* ac, const struct algo_args* a) {
-  return run_ce(ac, a, gpu_allreduce_bulk);
-}
-mscclppResult_t gpu_allgather_ce(struct algo_comm* ac, const struct algo_args* a) {
-  return run_ce(ac, a, gpu_allgather_bulk);
-}
-mscclppResult_t gpu_reducescatter_ce(struct algo_comm* ac, const struct algo_args* a) {
-  return run_ce(ac, a, gpu_reducescatter_bulk);
-}
-mscclppResult_t gpu_alltoall_ce(struct algo_comm* ac, const struct algo_args* a) {
-  return run_ce(ac, a, gpu_alltoall_bulk);
-}

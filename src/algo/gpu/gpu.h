@@ -19,6 +19,7 @@
 
 #include <mscclpp/memory_channel.h>
 
+#include "algo/algo.h"
 #include "algo/redop.h"
 #include "core/ubuf.h"
 
@@ -140,16 +141,13 @@ mscclppResult_t gpu_reduce_ll(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_reduce_bulk(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_alltoall_ll(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_alltoall_bulk(struct algo_comm* ac, const struct algo_args* a);
-/* Zero copy (zc.c): for calls captured into a CUDA graph; others run the bulk sibling. */
-mscclppResult_t gpu_allreduce_zc(struct algo_comm* ac, const struct algo_args* a);
-mscclppResult_t gpu_allgather_zc(struct algo_comm* ac, const struct algo_args* a);
-mscclppResult_t gpu_reducescatter_zc(struct algo_comm* ac, const struct algo_args* a);
-mscclppResult_t gpu_alltoall_zc(struct algo_comm* ac, const struct algo_args* a);
-/* Copy engine (ce.c): for calls captured into a CUDA graph; others run the bulk sibling. */
-mscclppResult_t gpu_allreduce_ce(struct algo_comm* ac, const struct algo_args* a);
-mscclppResult_t gpu_allgather_ce(struct algo_comm* ac, const struct algo_args* a);
-mscclppResult_t gpu_reducescatter_ce(struct algo_comm* ac, const struct algo_args* a);
-mscclppResult_t gpu_alltoall_ce(struct algo_comm* ac, const struct algo_args* a);
+/* The bulk algorithm of a collective (the graph-only families' fallback outside capture). */
+algo_run_fn gpu_bulk_of(enum algo_coll coll);
+/* The graph-only families, one entry each for allreduce, allgather, reducescatter and alltoall
+ * (registry rows gpu_<collective>_zc / _ce): zero copy (zc.c) and copy engine (ce.c), for calls
+ * captured into a CUDA graph; others run the collective's bulk algorithm. */
+mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t gpu_coll_ce(struct algo_comm* ac, const struct algo_args* a);
 void gpu_ce_free(struct gpu_ce* ce);
 /* The start of a graph-only algorithm (zc, ce; zc.c): *go = 1 when it runs call a itself, with
  * *g the GPU state and z every rank's buffers as mapped here (for captured, non-empty calls that

@@ -158,7 +158,8 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
   return mscclppSuccess;
 }
 
-static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
+mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a) {
+  algo_run_fn staged = gpu_bulk_of(a->coll);
   struct gpu_net* g = NULL;
   struct gx_zc z;
   int go = 0;
@@ -180,21 +181,6 @@ int gpu_stream_captured(void* stream) {
   return 0;
 }
 
-static mscclppResult_t run_zc(struct algo_comm* ac, const struct algo_args* a, algo_run_fn staged) {
-  return staged(ac, a);
-}
+mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a) { return gpu_bulk_of(a->coll)(ac, a); }
 
 #endif
-
-mscclppResult_t gpu_allreduce_zc(struct algo_comm* ac, const struct algo_args* a) {
-  return run_zc(ac, a, gpu_allreduce_bulk);
-}
-mscclppResult_t gpu_allgather_zc(struct algo_comm* ac, const struct algo_args* a) {
-  return run_zc(ac, a, gpu_allgather_bulk);
-}
-mscclppResult_t gpu_reducescatter_zc(struct algo_comm* ac, const struct algo_args* a) {
-  return run_zc(ac, a, gpu_reducescatter_bulk);
-}
-mscclppResult_t gpu_alltoall_zc(struct algo_comm* ac, const struct algo_args* a) {
-  return run_zc(ac, a, gpu_alltoall_bulk);
-}
