@@ -178,15 +178,13 @@ static mscclppResult_t ce_reduce(struct gpu_ce* ce, const struct gpu_dev* d, con
 }
 
 mscclppResult_t gpu_coll_ce(struct algo_comm* ac, const struct algo_args* a) {
-  algo_run_fn staged = gpu_bulk_of(a->coll);
   struct gpu_net* g = NULL;
   struct gpu_ce* ce = NULL;
   struct gx_zc z;
-  int go = 0;
-  MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, &go));
-  if (!go) return staged(ac, a);
   struct gx_plan p[2];
-  (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  int go = 0;
+  MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, p, &go));
+  if (!go) return gpu_bulk_of(a->coll)(ac, a);
   MPP_CHECK(ce_get(g, p[0].mode == GX_REDUCE, &ce));
   cudaStream_t stream = (cudaStream_t)a->stream;
   MPP_CHECK(gpu_launch_ce_round(&g->d, stream));

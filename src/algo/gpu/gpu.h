@@ -150,12 +150,13 @@ mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_coll_ce(struct algo_comm* ac, const struct algo_args* a);
 void gpu_ce_free(struct gpu_ce* ce);
 /* The start of a graph-only algorithm (zc, ce; zc.c): *go = 1 when it runs call a itself, with
- * *g the GPU state and z every rank's buffers as mapped here (for captured, non-empty calls that
+ * *g the GPU state, z every rank's buffers as mapped here and p the call's exchange plans
+ * (gpu_plans, two-phase for allreduce) (for captured, non-empty calls that
  * are no premulsum reduction, every rank swaps its buffers' registrations with every peer: a
  * collective step); *go = 0 when the bulk sibling runs it instead (also when some rank's call is
  * an in-place alltoall, agreed in the swap). */
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
-                                     struct gx_zc* z, int* go);
+                                     struct gx_zc* z, struct gx_plan p[2], int* go);
 /* The copy-engine kernels (ce.cu): a signal/wait round with every peer on block 0's channels, and
  * dst = reduction of srcs[0..n) (rank order) over bytes, a local kernel. */
 mscclppResult_t gpu_launch_ce_round(const struct gpu_dev* d, void* stream);

@@ -146,7 +146,7 @@ static uint64_t zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
 }
 
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
-                                     struct gx_zc* z, int* go) {
+                                     struct gx_zc* z, struct gx_plan p[2], int* go) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
   *go = 0;
   if (!a->captured || a->count == 0 || (red && a->op == ALGO_OP_PREMUL)) return mscclppSuccess;
@@ -155,18 +155,17 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
   MPP_CHECK(zc_map(*g, ac, a, z, &usable));
   if (!usable) LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
   *go = usable;
+  if (usable) (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
   return mscclppSuccess;
 }
 
 mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a) {
-  algo_run_fn staged = gpu_bulk_of(a->coll);
   struct gpu_net* g = NULL;
   struct gx_zc z;
-  int go = 0;
-  MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, &go));
-  if (!go) return staged(ac, a);
   struct gx_plan p[2];
-  (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  int go = 0;
+  MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, p, &go));
+  if (!go) return gpu_bulk_of(a->coll)(ac, a);
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
   z.chunk = zc_chunk(g, p[0].maxlen);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
