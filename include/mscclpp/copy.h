@@ -37,7 +37,7 @@ __device__ __forceinline__ void mscclppCopyDevice(void* dst, const void* src, ui
   d += head;
   s += head;
   bytes -= head;
-  uint64_t n = bytes / unit;
+  uint64_t n = bytes >> (unit == 16 ? 4 : unit == 8 ? 3 : unit == 4 ? 2 : 0); /* not a 64-bit division by a variable */
   switch (unit) {
     case 16: mscclppCopyElems((uint4*)d, (const uint4*)s, n, tid, nt); break;
     case 8: mscclppCopyElems((uint2*)d, (const uint2*)s, n, tid, nt); break;

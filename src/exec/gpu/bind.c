@@ -3,7 +3,8 @@
  * input, output or scratch) and the source memory (this rank's), so each (port channel, dst type,
  * src type) the plan uses (route.c) needs a port per buffer context and scratch generation. The
  * ports themselves are shared (chans.c finds them again by memory); the table of their ids is
- * uploaded once per (image, context, scratch generation) and kept with the image. */
+ * uploaded once per (image, context, scratch generation) and kept with the image, beside the op
+ * tables of the same key (table.c). */
 #include "exec/gpu/state.h"
 
 #if MSCCLPP_HAVE_CUDA
@@ -38,15 +39,35 @@ static mscclppResult_t make_ports(struct xg_state* st, const struct xg_image* im
   return mscclppSuccess;
 }
 
-mscclppResult_t xg_bind_get(struct xg_state* st, struct xg_image* img, const struct xg_ctx* ctx, void* stream,
-                            const uint32_t** out) {
-  *out = NULL;
+/* A new entry's port ids (when the image has port puts) and op tables (when it stages them). */
+static mscclppResult_t make(struct xg_state* st, const struct xg_image* img, const struct mscclppPlan* plan,
+                            const struct plan_layout* l, const struct xg_ctx* ctx, struct xg_bind* b) {
+  *b = (struct xg_bind){.ctx = ctx, .scr_gen = st->scr_gen};
+  if (img->p.tab_stride) MPP_CHECK(xg_table_make(st, img, plan, l, ctx, &b->tab));
   if (img->npch == 0) return mscclppSuccess;
+  size_t bytes = (size_t)img->npch * 9 * sizeof(uint32_t);
+  uint32_t* table = calloc(1, bytes);
+  if (!table) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory");
+  mscclppResult_t res = make_ports(st, img, ctx, table);
+  if (res == mscclppSuccess) res = xg_dev_alloc((void**)&b->dev, bytes, "port ids");
+  if (res == mscclppSuccess) res = xg_upload(b->dev, table, bytes);
+  free(table);
+  return res;
+}
+
+mscclppResult_t xg_bind_get(struct xg_state* st, struct xg_image* img, const struct mscclppPlan* plan,
+                            const struct plan_layout* l, const struct xg_ctx* ctx, void* stream,
+                            const uint32_t** ports, const char** tab) {
+  *ports = NULL, *tab = NULL;
+  if (img->npch == 0 && img->p.tab_stride == 0) return mscclppSuccess;
   for (int i = img->nbinds - 1; i >= 0; i--)
     if (img->binds[i].ctx == ctx && img->binds[i].scr_gen == st->scr_gen) {
-      *out = img->binds[i].dev;
+      *ports = img->binds[i].dev, *tab = img->binds[i].tab;
       return mscclppSuccess;
     }
+  int capturing = 0;
+  MPP_CHECK(xg_capturing(stream, &capturing));
+  if (capturing && img->npch == 0) return mscclppSuccess; /* no tables: the kernel works them out */
   MPP_CHECK(xg_no_capture(st, stream, "making a plan's ports for new buffers"));
   if (img->nbinds == img->capbinds) {
     int cap = img->capbinds ? img->capbinds * 2 : 8;
@@ -54,25 +75,23 @@ mscclppResult_t xg_bind_get(struct xg_state* st, struct xg_image* img, const str
     if (!b) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory");
     img->binds = b, img->capbinds = cap;
   }
-  size_t bytes = (size_t)img->npch * 9 * sizeof(uint32_t);
-  uint32_t* table = calloc(1, bytes);
-  if (!table) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory");
-  uint32_t* dev = NULL;
-  mscclppResult_t res = make_ports(st, img, ctx, table);
-  if (res == mscclppSuccess) res = xg_dev_alloc((void**)&dev, bytes, "port ids");
-  if (res == mscclppSuccess) res = xg_upload(dev, table, bytes);
-  free(table);
+  struct xg_bind b;
+  mscclppResult_t res = make(st, img, plan, l, ctx, &b);
   if (res != mscclppSuccess) {
-    if (dev) cudaFree(dev);
+    if (b.dev) cudaFree(b.dev);
+    if (b.tab) cudaFree(b.tab);
     return res;
   }
-  img->binds[img->nbinds++] = (struct xg_bind){.ctx = ctx, .scr_gen = st->scr_gen, .dev = dev};
-  *out = dev;
+  img->binds[img->nbinds++] = b;
+  *ports = b.dev, *tab = b.tab;
   return mscclppSuccess;
 }
 
 void xg_bind_free(struct xg_image* img) {
-  for (int i = 0; i < img->nbinds; i++) cudaFree(img->binds[i].dev);
+  for (int i = 0; i < img->nbinds; i++) {
+    if (img->binds[i].dev) cudaFree(img->binds[i].dev);
+    if (img->binds[i].tab) cudaFree(img->binds[i].tab);
+  }
   free(img->binds);
   img->binds = NULL, img->nbinds = img->capbinds = 0;
 }

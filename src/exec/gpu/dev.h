@@ -59,6 +59,47 @@ struct xg_layout {
   uint32_t chunks, extra;
 };
 
+static inline void xg_layout_of(const struct plan_layout* l, struct xg_layout* x) {
+  x->period = l->period, x->slot = l->slot, x->unit_base = l->unit_base, x->align_unit = l->align_unit;
+  x->chunk_max = l->chunk_max, x->scr_stride = l->scr_stride, x->chunks = l->chunks, x->extra = l->extra;
+}
+
+/* A block's op table for one call shape (table.c makes it on the host once per buffer context and
+ * scratch generation; the kernel stages it beside the program): what the kernel would otherwise
+ * work out at every op, through chains of dependent loads and divisions (docs/plans.md, Op
+ * tables). win[i]: op i's window, except a pipeline's (s = 0, n = its iterations) and a nested op's
+ * (s = 0, n = its whole length; the iteration's window is taken at run time). Then ptr[j] for the
+ * block's reference j: the address of its range at its op's win.s, packets at twice the data offset
+ * (xg_ref_pkt), scratch without the call's half (added at run time); NULL for switch references. */
+struct xg_win {
+  uint64_t s, n;
+};
+
+/* Byte offset of the pointers in a block's table, and the table's size. */
+MSCCLPP_HOST_DEVICE_INLINE uint32_t xg_tab_ptrs(uint32_t nops) { return xg_a16(nops * (uint32_t)sizeof(struct xg_win)); }
+MSCCLPP_HOST_DEVICE_INLINE uint32_t xg_tab_bytes(uint32_t nops, uint32_t nrefs) {
+  return xg_tab_ptrs(nops) + xg_a16(nrefs * (uint32_t)sizeof(char*));
+}
+
+/* Whether reference i of an op (code, nsrc sources first) holds packets: the destinations of
+ * cpkt / ppkt, the (first) source of upkt, the first source and the destinations of rppkt, all but
+ * the first source and the first destination of the packet reductions. (Switch ops expand their
+ * references themselves.) */
+MSCCLPP_HOST_DEVICE_INLINE int xg_ref_pkt(int code, int i, int nsrc) {
+  int dst = i >= nsrc, first = dst ? i == nsrc : i == 0;
+  switch (code) {
+    case PLAN_OP_CPKT:
+    case PLAN_OP_PPKT: return dst;
+    case PLAN_OP_UPKT: return !dst && first;
+    case PLAN_OP_RPPKT: return dst || first;
+    case PLAN_OP_REPKT:
+    case PLAN_OP_RESPKT:
+    case PLAN_OP_RECPKT:
+    case PLAN_OP_RECSPKT: return !first;
+    default: return 0;
+  }
+}
+
 /* Device words of a communicator's executor. launches: calls completed so far (the last block
  * of a call advances it, so graph replays get fresh packet flags); claim: 0 until a block
  * records a failure in the error record. */
@@ -115,6 +156,10 @@ struct xg_params {
   int32_t rank, dtype, esize, pkt;  /* pkt: 16 (LL16) or 8 (LL8) */
   int32_t double_scratch;
   int32_t counted; /* the call needs its number (packets, double scratch) or resets (semaphores, barriers) */
+  /* this call shape's op tables (NULL: the kernel works windows and addresses out itself), one per
+   * block tab_stride bytes apart, staged at smem_tab (only ever with the program staged) */
+  const char* tab;
+  uint32_t tab_stride, smem_tab;
 };
 
 /* ---- the size rule of src/plan/sizes.c, for the kernel (must stay equal to it) --------------- */

@@ -91,16 +91,29 @@ static void stage_plan(const struct plan_rank* pr, const struct xg_routes* rt, c
   }
 }
 
-/* The kernel's dynamic shared memory: the op pointers, the call's buffer table, and each block's
- * program segment when the largest fits in XG_STAGE_MAX bytes. */
-static void smem_plan(struct xg_image* img, const struct plan_rank* pr, int nranks) {
+/* The op table stride: the largest block's (dev.h). */
+static uint32_t tab_stride(const struct plan_rank* pr) {
+  uint32_t most = 0;
+  for (int b = 0; b < pr->nblocks; b++) {
+    uint32_t n = xg_tab_bytes(pr->blocks[b].nops, pr->blocks[b].nrefs);
+    if (n > most) most = n;
+  }
+  return most;
+}
+
+/* The kernel's dynamic shared memory: the op pointers, the call's buffer table, each block's
+ * program segment when the largest fits in XG_STAGE_MAX bytes, and then (tables set) its op table
+ * when that fits too. */
+static void smem_plan(struct xg_image* img, const struct plan_rank* pr, int nranks, int tables) {
   struct xg_params* p = &img->p;
   p->seg_stride = seg_stride(pr);
   p->smem_io = xg_a16((uint32_t)img->maxptrs * (uint32_t)sizeof(char*));
   p->smem_prog = p->smem_io + xg_a16(5u * (uint32_t)nranks * (uint32_t)sizeof(char*));
   p->stage = p->seg_stride <= XG_STAGE_MAX;
   p->nranks = nranks;
-  img->smem = p->smem_prog + (p->stage ? p->seg_stride : 0);
+  p->smem_tab = p->smem_prog + (p->stage ? p->seg_stride : 0);
+  p->tab_stride = tables && p->stage && tab_stride(pr) <= XG_STAGE_MAX ? tab_stride(pr) : 0;
+  img->smem = p->smem_tab + p->tab_stride;
 }
 
 /* The kernel's parameters that come from the image, pointing into its allocation at d. */
@@ -135,11 +148,29 @@ static mscclppResult_t smem_allow(const struct xg_image* img, const struct msccl
   return mscclppSuccess;
 }
 
+/* How many of the image's blocks the GPU runs at once: per SM, and SMs. */
+static cudaError_t residency(const struct xg_image* img, int dev, int* per_sm, int* sms) {
+  *per_sm = 0, *sms = 0;
+  cudaError_t e = (cudaError_t)xg_occupancy(img->threads, img->smem, per_sm);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+  return e;
+}
+
+/* Whether the op tables' shared memory keeps every block resident (they are an optimization:
+ * without them the image is built as before). */
+static int tables_fit(const struct xg_image* img, int dev) {
+  int per_sm = 0, sms = 0;
+  if (img->smem > 48 * 1024 && xg_smem_optin(img->smem) != 0) {
+    (void)cudaGetLastError(); /* the refusal is an answer, not an error for later calls */
+    return 0;
+  }
+  return residency(img, dev, &per_sm, &sms) == cudaSuccess && (long)per_sm * sms >= (long)img->nblocks;
+}
+
 /* Every block of the plan must be resident at once (blocks wait for each other). */
 static mscclppResult_t check_fits(const struct xg_image* img, const struct mscclppPlan* plan, int rank, int dev) {
   int per_sm = 0, sms = 0;
-  cudaError_t e = (cudaError_t)xg_occupancy(img->threads, img->smem, &per_sm);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  cudaError_t e = residency(img, dev, &per_sm, &sms);
   if (e != cudaSuccess)
     return MPP_ERR(mscclppInternalError, "GPU executor: occupancy of the kernel: %s", cudaGetErrorString(e));
   if ((long)per_sm * sms < (long)img->nblocks)
@@ -191,7 +222,8 @@ static mscclppResult_t build(struct xg_state* st, const struct mscclppPlan* plan
   MPP_CHECK(xg_count(plan, st->rank, &n));
   img->nblocks = pr->nblocks, img->threads = (int)plan->threads_per_block, img->maxptrs = (int)n.maxptrs;
   memset(&img->p, 0, sizeof(img->p));
-  smem_plan(img, pr, st->nranks);
+  smem_plan(img, pr, st->nranks, st->op_tables);
+  if (img->p.tab_stride && !tables_fit(img, st->dev)) smem_plan(img, pr, st->nranks, 0);
   MPP_CHECK(smem_allow(img, plan, st->rank));
   MPP_CHECK(check_fits(img, plan, st->rank, st->dev));
   MPP_CHECK(xg_routes_make(st, plan, &n, &rt));

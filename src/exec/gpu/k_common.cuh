@@ -29,6 +29,8 @@ struct xk {
   const struct plan_chanref* chans;  /* the block's channel references */
   const int32_t* slots;              /* ... their slots */
   const int32_t* routes;             /* the block's ref routes */
+  const struct xg_win* win;          /* the block's op table (dev.h; shared), or NULL: computed per op */
+  char* const* tptr;                 /* ... its reference addresses */
   char** ptrs;                       /* shared: XG_MAX_PTRS buffer pointers of the running op */
   char* const* io;                   /* shared: the call's buffer table (dev.h: io, io_reg, scr) */
   char* const* io_reg;
@@ -95,6 +97,10 @@ __device__ __noinline__ void xk_fail(const xk& k, int what, int peer) {
 
 /* ---- packets: a unit is U payload bytes (8, or 4 for LL8 with elements of 4 bytes or less); it
  * sits at 2 * U bytes per unit from the packet base (one LL16, one or two LL8 packets). -------- */
+
+/* Units of U bytes (4 or 8) that hold n bytes: a shift, where n / U would be a 64-bit division by
+ * a variable (a call of a hundred instructions, at every op). */
+__device__ __forceinline__ uint64_t xk_units(uint64_t n, uint32_t U) { return (n + U - 1) >> (U == 8 ? 3 : 2); }
 
 /* The payload unit of plain packet ops. */
 __device__ __forceinline__ uint32_t xk_unit(const xk& k) { return k.P->pkt == 8 ? 4u : 8u; }

@@ -14,15 +14,21 @@
 #include "exec/gpu/k_reduce.cuh"
 #include "exec/gpu/k_sync.cuh"
 
-/* Fills the shared pointer array with the op's sources, then destinations, at window start s.
- * pkt_src / pkt_dst: bit 0 = reference 0, bit 1 = references 1.. hold packets. Ends with a
- * __syncthreads (every thread calls it). */
-__device__ void xk_ptrs(const xk& k, const plan_op& op, uint64_t s, unsigned pkt_src, unsigned pkt_dst) {
+/* Fills the shared pointer array with the op's sources, then destinations, at window start s
+ * (packet references, xg_ref_pkt: at twice the data offset). From the op table when there is one:
+ * its address at the table's window start, moved to s, plus the call's half for scratch. Ends
+ * with a __syncthreads (every thread calls it). */
+__device__ void xk_ptrs(const xk& k, const plan_op& op, uint64_t s) {
   int n = op.nsrc + op.ndst;
+  uint64_t ds = k.win ? s - k.win[k.op_index].s : 0;
   for (int i = (int)xk_tid(); i < n; i += (int)xk_nt()) {
-    int dst = i >= op.nsrc, j = dst ? i - op.nsrc : i;
-    unsigned m = dst ? pkt_dst : pkt_src;
-    k.ptrs[i] = xk_ptr(k, k.refs[op.first_ref + i], s, (int)((m >> (j ? 1 : 0)) & 1u));
+    const plan_ref& r = k.refs[op.first_ref + i];
+    int pkt = xg_ref_pkt(op.code, i, op.nsrc);
+    if (!k.win) {
+      k.ptrs[i] = xk_ptr(k, r, s, pkt);
+      continue;
+    }
+    k.ptrs[i] = k.tptr[op.first_ref + i] + (r.btype == PLAN_BUF_SCR ? k.half : 0) + (pkt ? 2 * ds : ds);
   }
   __syncthreads();
 }
@@ -61,7 +67,7 @@ __device__ __forceinline__ void xk_copy(char* d, const char* s, uint64_t n) {
 
 /* put / get / copy through memory: one source to every destination, or source i to destination i. */
 __device__ void xk_move(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  xk_ptrs(k, op, s, 0, 0);
+  xk_ptrs(k, op, s);
   for (int d = 0; d < op.ndst; d++) xk_copy(k.ptrs[op.nsrc + d], k.ptrs[op.nsrc == op.ndst ? d : 0], n);
 }
 
@@ -86,7 +92,7 @@ __device__ int xk_port_put(const xk& k, const plan_op& op, int di, const char* s
  * signal and flush as one trigger per destination; others put every destination, then signal
  * (and flush) every listed channel, in FIFO order after the puts (the __syncthreads between). */
 __device__ void xk_port_move(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  xk_ptrs(k, op, s, 0, 0);
+  xk_ptrs(k, op, s);
   int paired = (op.pad & XG_OP_PAIRED) && op.code != PLAN_OP_PUT;
   uint32_t extra = !paired ? 0u : op.code == PLAN_OP_PWSF ? MSCCLPP_TRIGGER_FLAG | MSCCLPP_TRIGGER_SYNC : MSCCLPP_TRIGGER_FLAG;
   for (int d = (int)xk_tid(); d < op.ndst; d += (int)xk_nt()) {
@@ -118,7 +124,7 @@ __device__ void xk_mem_pws(const xk& k, const plan_op& op, uint64_t s, uint64_t 
 /* re / res / rre / rres: dst[0] = reduce_op over the sources in order; the result also goes to
  * the other destinations (stored with it through memory, or put from dst[0] on port channels). */
 __device__ void xk_reduce(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  xk_ptrs(k, op, s, 0, 0);
+  xk_ptrs(k, op, s);
   int port = op.chan_type == PLAN_CH_PORT, ndst = port ? 1 : op.ndst;
   char* const* p = k.ptrs;
   int al = xk_al16(p, op.nsrc + ndst, n);

@@ -10,7 +10,7 @@
 /* cpkt / ppkt: the source as packets to every destination. */
 __device__ void xk_put_pkts(const xk& k, const char* src, char* const* dsts, int ndst, uint64_t n) {
   uint32_t U = xk_unit(k);
-  uint64_t units = (n + U - 1) / U;
+  uint64_t units = xk_units(n, U);
   for (uint64_t u = xk_tid(); u < units; u += xk_nt()) {
     uint32_t len = n - u * U < U ? (uint32_t)(n - u * U) : U;
     uint64_t v = mscclppLoadBytes(src + u * U, len);
@@ -21,7 +21,7 @@ __device__ void xk_put_pkts(const xk& k, const char* src, char* const* dsts, int
 /* upkt (ndst == 0, data to dst) and rppkt (packets forwarded, re-flagged, to every pdst). */
 __device__ void xk_get_pkts(const xk& k, const char* pkts, char* dst, char* const* pdsts, int ndst, uint64_t n) {
   uint32_t U = xk_unit(k);
-  uint64_t units = (n + U - 1) / U;
+  uint64_t units = xk_units(n, U);
   for (uint64_t u = xk_tid(); u < units; u += xk_nt()) {
     uint32_t len = n - u * U < U ? (uint32_t)(n - u * U) : U;
     uint64_t v = 0;
@@ -38,22 +38,13 @@ __device__ void xk_get_pkts(const xk& k, const char* pkts, char* dst, char* cons
 /* The packet ops (every code not handled elsewhere). */
 __device__ void xk_pkt(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
   char* const* p = k.ptrs;
+  xk_ptrs(k, op, s);
   switch (op.code) {
     case PLAN_OP_CPKT:
-    case PLAN_OP_PPKT:
-      xk_ptrs(k, op, s, 0, 3);
-      xk_put_pkts(k, p[0], p + 1, op.ndst, n);
-      return;
-    case PLAN_OP_UPKT:
-      xk_ptrs(k, op, s, 1, 0);
-      xk_get_pkts(k, p[0], p[1], NULL, 0, n);
-      return;
-    case PLAN_OP_RPPKT:
-      xk_ptrs(k, op, s, 1, 3);
-      xk_get_pkts(k, p[0], NULL, p + 1, op.ndst, n);
-      return;
+    case PLAN_OP_PPKT: xk_put_pkts(k, p[0], p + 1, op.ndst, n); return;
+    case PLAN_OP_UPKT: xk_get_pkts(k, p[0], p[1], NULL, 0, n); return;
+    case PLAN_OP_RPPKT: xk_get_pkts(k, p[0], NULL, p + 1, op.ndst, n); return;
     default: { /* repkt, respkt, recpkt, recspkt */
-      xk_ptrs(k, op, s, 2, 2);
       uint32_t U = k.P->pkt == 8 && k.P->esize < 8 ? 4u : 8u;
       xr_reduce_pkts(k, op.redop, p[0], p + 1, op.nsrc - 1, p[op.nsrc], p + op.nsrc + 1, op.ndst - 1, n, U);
       return;

@@ -84,7 +84,7 @@ __device__ __noinline__ void xr_rows(char* const* srcs, int nsrc, char* const* d
 template <int DT, int OP>
 __device__ __noinline__ int xr_pkts(const xk& k, const char* data0, char* const* psrc, int np, char* dst0,
                                     char* const* pdst, int nq, uint64_t n, uint32_t U) {
-  uint64_t units = (n + U - 1) / U;
+  uint64_t units = xk_units(n, U);
   for (uint64_t u = xk_tid(); u < units; u += xk_nt()) {
     uint32_t len = n - u * U < U ? (uint32_t)(n - u * U) : U;
     XAcc<DT> acc;

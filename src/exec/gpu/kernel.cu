@@ -8,9 +8,10 @@
  * counts and advances `launches` (calls of plans that need neither number nor reset skip that
  * count: xk_finish).
  *
- * Each block starts by copying its program segment, the parameters and the call's buffer table
- * into shared memory (one round of loads): decoding an op then touches no global memory, where
- * each dependent read costs the op hundreds of cycles (docs/plans.md, Plan images). */
+ * Each block starts by copying its program segment, its op table, the parameters and the call's
+ * buffer table into shared memory (one round of loads): decoding an op then touches no global
+ * memory, where each dependent read costs the op hundreds of cycles, and with the op table the op's
+ * window and addresses are loads instead of chains of divisions (docs/plans.md, Plan images). */
 #include <cuda_runtime.h>
 
 #include "exec/gpu/k_pkt.cuh"
@@ -59,8 +60,13 @@ __device__ void xk_op(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
 __device__ int xk_run(xk& k, const plan_op& op, uint32_t index, uint64_t it, uint64_t u) {
   k.op_index = index;
   k.code = op.code;
-  uint64_t len = xg_op_len(&k.P->layout, k.refs + op.first_ref, op.nsrc + op.ndst), s = 0, n = 0;
-  xg_window(len, it, u, op.tbg_id, op.tbg_size, k.P->align, &s, &n);
+  uint64_t s = 0, n = 0;
+  if (k.win && !u) {
+    s = k.win[index].s, n = k.win[index].n;
+  } else {
+    uint64_t len = k.win ? k.win[index].n : xg_op_len(&k.P->layout, k.refs + op.first_ref, op.nsrc + op.ndst);
+    xg_window(len, it, u, op.tbg_id, op.tbg_size, k.P->align, &s, &n);
+  }
   xk_op(k, op, s, n);
   __syncthreads();
   return *k.rc;
@@ -75,7 +81,7 @@ __device__ void xk_block(xk& k) {
       if (xk_run(k, op, i, 0, 0)) return;
       continue;
     }
-    uint64_t iters = xg_pipe_iters(&k.P->layout, &op);
+    uint64_t iters = k.win ? k.win[i].n : xg_pipe_iters(&k.P->layout, &op);
     for (uint64_t it = 0; it < iters; it++)
       for (uint32_t j = 1; j <= op.nested; j++)
         if (xk_run(k, ops[i + j], i + j, it, op.unit_size)) return;
@@ -113,31 +119,37 @@ __device__ void xk_finish(const xg_params& P, uint64_t launch) {
 }
 
 /* The block's start, every thread: copies the parameters to Ps, the call's buffer table to io
- * and, when staged, the block's program segment (from) to seg (all shared: seg is always the
- * shared copy's place, so the stores are shared-memory stores), every load issued before the
- * first store waits. Reading the parameters through a pointer (as the ops do, by k.P)
- * would go to memory once per line and launch; from shared memory it costs nothing. */
-__device__ void xk_stage(const xg_params& P, const char* from, xg_params* Ps, char** io, char* seg) {
+ * and, when staged, the block's program segment (from) to seg and its op table (tab, if any) to
+ * stab (all shared: seg is always the shared copy's place, so the stores are shared-memory
+ * stores), one item per thread and round, so that a small block issues every load at once.
+ * Reading the parameters through a pointer (as the ops do, by k.P) would go to memory once per
+ * line and launch; from shared memory it costs nothing. */
+__device__ void xk_stage(const xg_params& P, const char* from, const char* tab, xg_params* Ps, char** io, char* seg,
+                         char* stab) {
   uint32_t nio = 5u * (uint32_t)P.nranks, n2 = 2u * (uint32_t)P.nranks, npar = sizeof(xg_params) / 8u;
-  uint32_t nvec = P.stage && from ? P.seg_stride / 16u : 0u;
-  for (uint32_t i = threadIdx.x; i < npar + nio + nvec; i += blockDim.x) {
+  uint32_t nvec = P.stage && from ? P.seg_stride / 16u : 0u, ntab = tab ? P.tab_stride / 16u : 0u;
+  for (uint32_t i = threadIdx.x; i < npar + nio + nvec + ntab; i += blockDim.x) {
     if (i < npar) {
       ((uint2*)Ps)[i] = ((const uint2*)&P)[i];
     } else if (i < npar + nio) {
       uint32_t j = i - npar, at = j < n2 ? j : j < 2 * n2 ? j - n2 : j - 2 * n2;
       char* const* t = j < n2 ? P.io : j < 2 * n2 ? P.io_reg : P.scr;
       io[j] = t ? t[at] : NULL; /* no table: the plan uses no such buffer (no scratch, say) */
-    } else {
+    } else if (i < npar + nio + nvec) {
       uint32_t v = i - npar - nio;
       ((uint4*)seg)[v] = ((const uint4*)from)[v];
+    } else {
+      uint32_t v = i - npar - nio - nvec;
+      ((uint4*)stab)[v] = ((const uint4*)tab)[v];
     }
   }
 }
 
-/* Thread 0, once the segment is in place: the block's ops, references and channel references
- * (none for a block beyond the plan's: seg NULL). */
-__device__ void xk_program(xk& k, const char* seg) {
+/* Thread 0, once the segment (and the op table, stab when staged) is in place: the block's ops,
+ * references, channel references and table (none for a block beyond the plan's: seg NULL). */
+__device__ void xk_program(xk& k, const char* seg, const char* stab) {
   k.nops = 0;
+  k.win = NULL, k.tptr = NULL;
   if (!seg) return;
   xg_seg_head h = *(const xg_seg_head*)seg;
   struct xg_seg sg;
@@ -148,6 +160,9 @@ __device__ void xk_program(xk& k, const char* seg) {
   k.routes = (const int32_t*)(seg + sg.routes);
   k.chans = (const plan_chanref*)(seg + sg.chans);
   k.slots = (const int32_t*)(seg + sg.slots);
+  if (!stab) return;
+  k.win = (const xg_win*)stab;
+  k.tptr = (char* const*)(stab + xg_tab_ptrs(h.nops));
 }
 
 extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const __grid_constant__ xg_params P) {
@@ -160,10 +175,11 @@ extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const 
   const char* from = (int)blockIdx.x < P.nblocks ? P.prog + (uint64_t)blockIdx.x * P.seg_stride : NULL;
   char** io = (char**)(xg_smem + P.smem_io);
   const char* seg = P.stage || !from ? xg_smem + P.smem_prog : from;
+  const char* tab = from && P.tab ? P.tab + (uint64_t)blockIdx.x * P.tab_stride : NULL; /* only when staged */
   /* Thread 0 issues the read of the call counter first and uses it only after staging, so its
    * latency overlaps the staging loads instead of preceding them. */
   uint64_t launch = threadIdx.x == 0 ? *(volatile uint64_t*)&P.words->launches + 1 : 0;
-  xk_stage(P, from, &Ps, io, xg_smem + P.smem_prog);
+  xk_stage(P, from, tab, &Ps, io, xg_smem + P.smem_prog, xg_smem + P.smem_tab);
   if (threadIdx.x == 0) {
     rc = 0;
     k.P = &Ps;
@@ -178,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const 
     k.rc = &rc;
   }
   __syncthreads();
-  if (threadIdx.x == 0) xk_program(k, from ? seg : NULL);
+  if (threadIdx.x == 0) xk_program(k, from ? seg : NULL, tab ? xg_smem + P.smem_tab : NULL);
   __syncthreads();
   xk_block(k);
   xk_finish(P, k.launch);

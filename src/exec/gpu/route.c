@@ -163,11 +163,6 @@ mscclppResult_t xg_routes_make(const struct xg_state* st, const struct mscclppPl
 
 /* ---- per-size checks ------------------------------------------------------------------------- */
 
-static void to_xg(const struct plan_layout* l, struct xg_layout* x) {
-  *x = (struct xg_layout){.period = l->period, .slot = l->slot, .unit_base = l->unit_base, .align_unit = l->align_unit,
-                          .chunk_max = l->chunk_max, .scr_stride = l->scr_stride, .chunks = l->chunks, .extra = l->extra};
-}
-
 /* One op (index i, nested in a pipeline of unit u and iters iterations when u != 0). */
 static mscclppResult_t check_op(const struct mscclppPlan* plan, int rank, int b, uint32_t i, const struct plan_block* bl,
                                 const struct xg_layout* x, uint64_t u, uint64_t iters, uint64_t esize) {
@@ -215,7 +210,7 @@ mscclppResult_t xg_image_check_sizes(struct xg_image* img, const struct mscclppP
     if (img->sizes_ok[i].in == l->in_bytes && img->sizes_ok[i].out == l->out_bytes && img->sizes_ok[i].esize == esize)
       return mscclppSuccess;
   struct xg_layout x;
-  to_xg(l, &x);
+  xg_layout_of(l, &x);
   MPP_CHECK(check_all(plan, &x, esize));
   int at = img->nsizes < XG_SIZE_CACHE ? img->nsizes++ : (int)(l->in_bytes % XG_SIZE_CACHE);
   img->sizes_ok[at].in = l->in_bytes, img->sizes_ok[at].out = l->out_bytes, img->sizes_ok[at].esize = esize;

@@ -24,16 +24,15 @@ struct call {
   void* stream;
 };
 
-static void set_layout(const struct plan_layout* l, struct xg_layout* x) {
-  *x = (struct xg_layout){.period = l->period, .slot = l->slot, .unit_base = l->unit_base, .align_unit = l->align_unit,
-                          .chunk_max = l->chunk_max, .scr_stride = l->scr_stride, .chunks = l->chunks, .extra = l->extra};
-}
-
-/* The kernel's parameters for this call: the image's, then the call's buffers and channels. */
+/* The kernel's parameters for this call: the image's, then the call's buffers, channels and op
+ * tables (tab: NULL when the kernel works them out). */
 static void params(const struct xg_state* st, const struct xg_image* img, const struct xg_ctx* ctx,
-                   const uint32_t* ports, const struct plan_layout* l, const struct call* c, struct xg_params* p) {
+                   const uint32_t* ports, const char* tab, const struct plan_layout* l, const struct call* c,
+                   struct xg_params* p) {
   *p = img->p;
   p->port_ids = ports;
+  p->tab = tab;
+  if (!tab) p->tab_stride = 0;
   p->io = ctx->dev;
   p->io_reg = ctx->dev + 2 * st->nranks;
   p->scr = st->scr_dev;
@@ -42,7 +41,7 @@ static void params(const struct xg_state* st, const struct xg_image* img, const 
   p->words = st->words;
   p->err = st->err_dev;
   p->wait = st->wait;
-  set_layout(l, &p->layout);
+  xg_layout_of(l, &p->layout);
   p->rank = st->rank, p->dtype = c->dtype, p->esize = (int32_t)c->esize, p->pkt = c->packet;
 }
 
@@ -73,9 +72,10 @@ static mscclppResult_t run_locked(struct xg_state* st, struct mscclppPlan* plan,
   struct xg_ctx* ctx = NULL;
   MPP_CHECK(xg_ctx_get(st, c->send, c->sb, c->recv, c->rb, c->stream, &ctx));
   const uint32_t* ports = NULL;
-  MPP_CHECK(xg_bind_get(st, img, ctx, c->stream, &ports));
+  const char* tab = NULL;
+  MPP_CHECK(xg_bind_get(st, img, plan, &l, ctx, c->stream, &ports, &tab));
   struct xg_params p;
-  params(st, img, ctx, ports, &l, c, &p);
+  params(st, img, ctx, ports, tab, &l, c, &p);
   int threads = call_threads(st, img, c);
   cudaError_t e = (cudaError_t)xg_launch(&p, img->nblocks > 0 ? img->nblocks : 1, threads, img->smem, c->stream);
   if (e != cudaSuccess)

@@ -104,6 +104,7 @@ static mscclppResult_t state_make(struct mscclppComm* comm, void** out) {
   }
   ext_wait_info(st->x, -1, -1, &st->wait);
   st->thread_bytes = param_int(PARAM_EXEC_GPU_THREAD_BYTES);
+  st->op_tables = param_int(PARAM_EXEC_GPU_OP_TABLES) != 0;
   *out = st;
   return mscclppSuccess;
 }
@@ -122,11 +123,18 @@ mscclppResult_t xg_get(struct mscclppComm* comm, struct xg_state** out) {
   return mscclppSuccess;
 }
 
-mscclppResult_t xg_no_capture(const struct xg_state* st, void* stream, const char* what) {
+mscclppResult_t xg_capturing(void* stream, int* yes) {
   enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &cs);
   if (e != cudaSuccess) return cuda_error(e, "GPU executor: cudaStreamIsCapturing", __FILE__, __LINE__);
-  if (cs == cudaStreamCaptureStatusNone) return mscclppSuccess;
+  *yes = cs != cudaStreamCaptureStatusNone;
+  return mscclppSuccess;
+}
+
+mscclppResult_t xg_no_capture(const struct xg_state* st, void* stream, const char* what) {
+  int capturing = 0;
+  MPP_CHECK(xg_capturing(stream, &capturing));
+  if (!capturing) return mscclppSuccess;
   return MPP_ERR(mscclppInvalidUsage, "GPU executor (rank %d): %s is needed while the stream is captured into a CUDA "
                  "graph; run the first call with this plan and these buffers outside capture (it connects, "
                  "registers and allocates)", st->rank, what);

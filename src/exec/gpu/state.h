@@ -48,11 +48,13 @@ struct xg_ctx {
   char** dev;           /* device copy of host */
 };
 
-/* Per (image, context): the port ids of the plan's port puts (bind.c). */
+/* Per (image, context, scratch generation): the port ids of the plan's port puts and the blocks'
+ * op tables (bind.c). */
 struct xg_bind {
   const struct xg_ctx* ctx;
-  int scr_gen;   /* the scratch the ports were made for */
-  uint32_t* dev; /* [npch * 9] */
+  int scr_gen;   /* the scratch they were made for */
+  uint32_t* dev; /* [npch * 9], NULL without port puts */
+  char* tab;     /* [nblocks * tab_stride] (dev.h: xg_win), NULL without op tables */
 };
 
 /* A plan's device image (image.c). */
@@ -87,6 +89,7 @@ struct xg_state {
   struct chan_ext* x;
   mscclppWaitInfo wait;        /* the kernel's own waits (barriers, semaphores, packets) */
   int64_t thread_bytes;        /* MSCCLPP_EXEC_GPU_THREAD_BYTES (run.c: threads per block of a call) */
+  int op_tables;               /* MSCCLPP_EXEC_GPU_OP_TABLES (table.c) */
   struct xg_words* words;      /* device */
   struct xg_err* err_host;     /* host-mapped */
   struct xg_err* err_dev;
@@ -126,6 +129,8 @@ struct xg_state {
 
 /* state.c */
 mscclppResult_t xg_get(struct mscclppComm* comm, struct xg_state** out);
+/* *yes: whether stream is being captured into a CUDA graph. */
+mscclppResult_t xg_capturing(void* stream, int* yes);
 /* InvalidUsage naming `what` when stream is being captured (setup cannot be captured). */
 mscclppResult_t xg_no_capture(const struct xg_state* st, void* stream, const char* what);
 /* Swaps size bytes with peer under the executor's bootstrap tag `sub`. */
@@ -165,9 +170,16 @@ mscclppResult_t xg_image_check_sizes(struct xg_image* img, const struct mscclppP
                                      uint64_t esize);
 void xg_images_fini(struct xg_state* st);
 
-/* bind.c: the device table of port ids for img's port puts with ctx's buffers. */
-mscclppResult_t xg_bind_get(struct xg_state* st, struct xg_image* img, const struct xg_ctx* ctx, void* stream,
-                            const uint32_t** out);
+/* bind.c: for img's calls with ctx's buffers (at layout l), the device table of port ids of its port
+ * puts (*ports; NULL without) and its op tables (*tab; NULL without, or when first needed during
+ * capture: the kernel then works them out itself). */
+mscclppResult_t xg_bind_get(struct xg_state* st, struct xg_image* img, const struct mscclppPlan* plan,
+                            const struct plan_layout* l, const struct xg_ctx* ctx, void* stream,
+                            const uint32_t** ports, const char** tab);
 void xg_bind_free(struct xg_image* img);
+
+/* table.c: img's op tables for ctx's buffers at layout l and the current scratch (*out: device). */
+mscclppResult_t xg_table_make(const struct xg_state* st, const struct xg_image* img, const struct mscclppPlan* plan,
+                              const struct plan_layout* l, const struct xg_ctx* ctx, char** out);
 
 #endif /* MPP_EXEC_GPU_STATE_H_ */

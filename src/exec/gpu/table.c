@@ -1,0 +1,68 @@
+/* table.c - op tables (dev.h, struct xg_win): for one call shape - a buffer context, which fixes
+ * every rank's buffers and their sizes, hence the per-size layout - and scratch generation, each
+ * block's op windows and reference addresses, worked out once on the host with the kernel's own
+ * size rules (dev.h). The kernel stages a block's table with its program and reads an op's window
+ * and addresses from shared memory, where working them out took chains of dependent loads and
+ * divisions at every op (docs/plans.md, Op tables). */
+#include "exec/gpu/state.h"
+
+#if MSCCLPP_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <stdlib.h>
+
+#include "plan/plan.h"
+#include "util/err.h"
+
+/* Address of reference r's range + s in this call (as the kernel's xk_ptr finds it, the scratch
+ * without the call's half); 0 for switch references, which switch ops expand themselves. */
+static uint64_t ref_addr(const struct xg_state* st, const struct xg_ctx* ctx, const struct xg_layout* x,
+                         const struct plan_ref* r, uint64_t s, int pkt) {
+  if (r->kind == PLAN_REF_SWITCH) return 0;
+  int owner = r->kind == PLAN_REF_LOCAL ? st->rank : r->rank;
+  const char* base = r->btype == PLAN_BUF_SCR ? (st->scr_host ? st->scr_host[owner] : NULL)
+                                              : ctx->host[owner * 2 + r->btype];
+  uint64_t off = xg_chunk_off(x, r->btype, r->index) + s;
+  return (uint64_t)(uintptr_t)base + (pkt ? 2 * off : off);
+}
+
+/* Block bl's table at out (xg_tab_bytes(bl->nops, bl->nrefs) bytes). */
+static void fill_block(const struct xg_state* st, const struct xg_ctx* ctx, const struct xg_layout* x, uint64_t align,
+                       const struct plan_block* bl, char* out) {
+  struct xg_win* win = (struct xg_win*)out;
+  uint64_t* ptr = (uint64_t*)(out + xg_tab_ptrs(bl->nops));
+  uint32_t nested = 0; /* ops still to come of the pipeline being filled */
+  for (uint32_t i = 0; i < bl->nops; i++) {
+    const struct plan_op* op = &bl->ops[i];
+    uint64_t len = xg_op_len(x, &bl->refs[op->first_ref], op->nsrc + op->ndst), s = 0, n = len;
+    if (op->code == PLAN_OP_PIPELINE)
+      n = xg_pipe_iters(x, op), nested = op->nested + 1;
+    else if (nested == 0)
+      xg_window(len, 0, 0, op->tbg_id, op->tbg_size, align, &s, &n);
+    if (nested) nested--;
+    win[i] = (struct xg_win){.s = s, .n = n};
+    for (int j = 0; j < op->nsrc + op->ndst; j++)
+      ptr[op->first_ref + j] = ref_addr(st, ctx, x, &bl->refs[op->first_ref + j], s, xg_ref_pkt(op->code, j, op->nsrc));
+  }
+}
+
+mscclppResult_t xg_table_make(const struct xg_state* st, const struct xg_image* img, const struct mscclppPlan* plan,
+                              const struct plan_layout* l, const struct xg_ctx* ctx, char** out) {
+  *out = NULL;
+  const struct plan_rank* pr = &plan->ranks[st->rank];
+  size_t stride = img->p.tab_stride, bytes = (size_t)pr->nblocks * stride;
+  char* h = calloc(1, bytes ? bytes : 1);
+  if (!h) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory for %s's op tables", plan->file);
+  struct xg_layout x;
+  xg_layout_of(l, &x);
+  for (int b = 0; b < pr->nblocks; b++) fill_block(st, ctx, &x, img->p.align, &pr->blocks[b], h + (size_t)b * stride);
+  mscclppResult_t res = xg_dev_alloc((void**)out, bytes, "op tables");
+  if (res == mscclppSuccess) res = xg_upload(*out, h, bytes);
+  free(h);
+  if (res != mscclppSuccess && *out) {
+    cudaFree(*out);
+    *out = NULL;
+  }
+  return res;
+}
+
+#endif /* MSCCLPP_HAVE_CUDA */
