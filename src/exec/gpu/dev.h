@@ -70,7 +70,8 @@ static inline void xg_layout_of(const struct plan_layout* l, struct xg_layout* x
  * tables). win[i]: op i's window, except a pipeline's (s = 0, n = its iterations) and a nested op's
  * (s = 0, n = its whole length; the iteration's window is taken at run time). Then ptr[j] for the
  * block's reference j: the address of its range at its op's win.s, packets at twice the data offset
- * (xg_ref_pkt), scratch without the call's half (added at run time); NULL for switch references. */
+ * (xg_ref_pkt), scratch without the call's half (the kernel adds it to its staged copy at the
+ * launch's start); NULL for switch references. */
 struct xg_win {
   uint64_t s, n;
 };

@@ -14,23 +14,21 @@
 #include "exec/gpu/k_reduce.cuh"
 #include "exec/gpu/k_sync.cuh"
 
-/* Fills the shared pointer array with the op's sources, then destinations, at window start s
- * (packet references, xg_ref_pkt: at twice the data offset). From the op table when there is one:
- * its address at the table's window start, moved to s, plus the call's half for scratch. Ends
- * with a __syncthreads (every thread calls it). */
-__device__ void xk_ptrs(const xk& k, const plan_op& op, uint64_t s) {
-  int n = op.nsrc + op.ndst;
+/* The op's sources, then destinations, at window start s (packet references, xg_ref_pkt: at twice
+ * the data offset). With an op table and s its window start: the staged table itself (its scratch
+ * addresses hold the call's half: xk_table_half). Otherwise the shared pointer array, filled from
+ * the table (moved to s: a pipeline's iteration) or worked out, and a __syncthreads after (every
+ * thread calls it; the choice is the same in all). */
+__device__ char* const* xk_ptrs(const xk& k, const plan_op& op, uint64_t s) {
   uint64_t ds = k.win ? s - k.win[k.op_index].s : 0;
+  if (k.win && ds == 0) return k.tptr + op.first_ref;
+  int n = op.nsrc + op.ndst;
   for (int i = (int)xk_tid(); i < n; i += (int)xk_nt()) {
-    const plan_ref& r = k.refs[op.first_ref + i];
     int pkt = xg_ref_pkt(op.code, i, op.nsrc);
-    if (!k.win) {
-      k.ptrs[i] = xk_ptr(k, r, s, pkt);
-      continue;
-    }
-    k.ptrs[i] = k.tptr[op.first_ref + i] + (r.btype == PLAN_BUF_SCR ? k.half : 0) + (pkt ? 2 * ds : ds);
+    k.ptrs[i] = k.win ? k.tptr[op.first_ref + i] + (pkt ? 2 * ds : ds) : xk_ptr(k, k.refs[op.first_ref + i], s, pkt);
   }
   __syncthreads();
+  return k.ptrs;
 }
 
 /* 1 when every pointer of ptrs[0..n) is 16-byte aligned (the vector path of the reductions). */
@@ -67,19 +65,20 @@ __device__ __forceinline__ void xk_copy(char* d, const char* s, uint64_t n) {
 
 /* put / get / copy through memory: one source to every destination, or source i to destination i. */
 __device__ void xk_move(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  xk_ptrs(k, op, s);
-  for (int d = 0; d < op.ndst; d++) xk_copy(k.ptrs[op.nsrc + d], k.ptrs[op.nsrc == op.ndst ? d : 0], n);
+  char* const* p = xk_ptrs(k, op, s);
+  for (int d = 0; d < op.ndst; d++) xk_copy(p[op.nsrc + d], p[op.nsrc == op.ndst ? d : 0], n);
 }
 
 /* One port put: n bytes from src (this rank's buffer of type sbt) to destination reference di of
- * the op (ptrs[di] holds its mapped address), through the port the host bound for it. extra:
+ * the op (dst: its mapped address), through the port the host bound for it. extra:
  * MSCCLPP_TRIGGER_FLAG / _SYNC carried by the same trigger (SYNC: waits for the proxy). */
-__device__ int xk_port_put(const xk& k, const plan_op& op, int di, const char* src, int sbt, uint64_t n, uint32_t extra) {
+__device__ int xk_port_put(const xk& k, const plan_op& op, int di, const char* dst, const char* src, int sbt, uint64_t n,
+                           uint32_t extra) {
   const plan_ref& r = k.refs[op.first_ref + di];
   int route = k.routes[op.first_ref + di];
   mscclppPortChannel ch = k.P->pch[k.P->pch_slot[route / 9]];
   ch.port = k.P->port_ids[route];
-  uint64_t dst_off = (uint64_t)(k.ptrs[di] - xk_reg(k, r.rank, r.btype));
+  uint64_t dst_off = (uint64_t)(dst - xk_reg(k, r.rank, r.btype));
   uint64_t src_off = (uint64_t)(src - xk_reg(k, k.P->rank, sbt));
   uint64_t seq = 0;
   int rc = mscclppPortChannelPush(&ch, extra, dst_off, src_off, n, &seq);
@@ -92,12 +91,12 @@ __device__ int xk_port_put(const xk& k, const plan_op& op, int di, const char* s
  * signal and flush as one trigger per destination; others put every destination, then signal
  * (and flush) every listed channel, in FIFO order after the puts (the __syncthreads between). */
 __device__ void xk_port_move(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  xk_ptrs(k, op, s);
+  char* const* p = xk_ptrs(k, op, s);
   int paired = (op.pad & XG_OP_PAIRED) && op.code != PLAN_OP_PUT;
   uint32_t extra = !paired ? 0u : op.code == PLAN_OP_PWSF ? MSCCLPP_TRIGGER_FLAG | MSCCLPP_TRIGGER_SYNC : MSCCLPP_TRIGGER_FLAG;
   for (int d = (int)xk_tid(); d < op.ndst; d += (int)xk_nt()) {
     int si = op.nsrc == op.ndst ? d : 0;
-    if (xk_port_put(k, op, op.nsrc + d, k.ptrs[si], k.refs[op.first_ref + si].btype, n, extra)) break;
+    if (xk_port_put(k, op, op.nsrc + d, p[op.nsrc + d], p[si], k.refs[op.first_ref + si].btype, n, extra)) break;
   }
   if (paired || op.code == PLAN_OP_PUT) return;
   __syncthreads(); /* every thread reaches it; *k.rc is the same for all after it */
@@ -124,16 +123,15 @@ __device__ void xk_mem_pws(const xk& k, const plan_op& op, uint64_t s, uint64_t 
 /* re / res / rre / rres: dst[0] = reduce_op over the sources in order; the result also goes to
  * the other destinations (stored with it through memory, or put from dst[0] on port channels). */
 __device__ void xk_reduce(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  xk_ptrs(k, op, s);
+  char* const* p = xk_ptrs(k, op, s);
   int port = op.chan_type == PLAN_CH_PORT, ndst = port ? 1 : op.ndst;
-  char* const* p = k.ptrs;
   int al = xk_al16(p, op.nsrc + ndst, n);
   xr_reduce_rows(k.P->dtype, op.redop, p, op.nsrc, p + op.nsrc, ndst, n, al);
   if (!port || op.ndst < 2) return;
   __syncthreads();
   int dbt = k.refs[op.first_ref + op.nsrc].btype;
   for (int d = 1 + (int)xk_tid(); d < op.ndst; d += (int)xk_nt())
-    if (xk_port_put(k, op, op.nsrc + d, p[op.nsrc], dbt, n, 0)) break;
+    if (xk_port_put(k, op, op.nsrc + d, p[op.nsrc + d], p[op.nsrc], dbt, n, 0)) break;
 }
 
 #endif /* MPP_EXEC_GPU_K_DATA_CUH_ */

@@ -37,8 +37,7 @@ __device__ void xk_get_pkts(const xk& k, const char* pkts, char* dst, char* cons
 
 /* The packet ops (every code not handled elsewhere). */
 __device__ void xk_pkt(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  char* const* p = k.ptrs;
-  xk_ptrs(k, op, s);
+  char* const* p = xk_ptrs(k, op, s);
   switch (op.code) {
     case PLAN_OP_CPKT:
     case PLAN_OP_PPKT: xk_put_pkts(k, p[0], p + 1, op.ndst, n); return;
