@@ -68,18 +68,20 @@ static inline void xg_layout_of(const struct plan_layout* l, struct xg_layout* x
  * scratch generation; the kernel stages it beside the program): what the kernel would otherwise
  * work out at every op, through chains of dependent loads and divisions (docs/plans.md, Op
  * tables). win[i]: op i's window, except a pipeline's (s = 0, n = its iterations) and a nested op's
- * (s = 0, n = its whole length; the iteration's window is taken at run time). Then ptr[j] for the
- * block's reference j: the address of its range at its op's win.s, packets at twice the data offset
- * (xg_ref_pkt), scratch without the call's half (the kernel adds it to its staged copy at the
- * launch's start); NULL for switch references. */
+ * (s = 0, n = its whole length; the iteration's window is taken at run time). Then, per scratch
+ * half a call may use (two with double scratch), ptr[j] for the block's reference j: the address
+ * of its range at its op's win.s in a call using that half, packets at twice the data offset
+ * (xg_ref_pkt); NULL for switch references. */
 struct xg_win {
   uint64_t s, n;
 };
 
-/* Byte offset of the pointers in a block's table, and the table's size. */
-MSCCLPP_HOST_DEVICE_INLINE uint32_t xg_tab_ptrs(uint32_t nops) { return xg_a16(nops * (uint32_t)sizeof(struct xg_win)); }
-MSCCLPP_HOST_DEVICE_INLINE uint32_t xg_tab_bytes(uint32_t nops, uint32_t nrefs) {
-  return xg_tab_ptrs(nops) + xg_a16(nrefs * (uint32_t)sizeof(char*));
+/* Byte offset of half h's pointers in a block's table, and the table's size. */
+MSCCLPP_HOST_DEVICE_INLINE uint32_t xg_tab_ptrs(uint32_t nops, uint32_t nrefs, uint32_t h) {
+  return xg_a16(nops * (uint32_t)sizeof(struct xg_win)) + h * xg_a16(nrefs * (uint32_t)sizeof(char*));
+}
+MSCCLPP_HOST_DEVICE_INLINE uint32_t xg_tab_bytes(uint32_t nops, uint32_t nrefs, uint32_t halves) {
+  return xg_tab_ptrs(nops, nrefs, halves);
 }
 
 /* Whether reference i of an op (code, nsrc sources first) holds packets: the destinations of

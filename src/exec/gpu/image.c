@@ -92,10 +92,10 @@ static void stage_plan(const struct plan_rank* pr, const struct xg_routes* rt, c
 }
 
 /* The op table stride: the largest block's (dev.h). */
-static uint32_t tab_stride(const struct plan_rank* pr) {
+static uint32_t tab_stride(const struct plan_rank* pr, int halves) {
   uint32_t most = 0;
   for (int b = 0; b < pr->nblocks; b++) {
-    uint32_t n = xg_tab_bytes(pr->blocks[b].nops, pr->blocks[b].nrefs);
+    uint32_t n = xg_tab_bytes(pr->blocks[b].nops, pr->blocks[b].nrefs, (uint32_t)halves);
     if (n > most) most = n;
   }
   return most;
@@ -104,15 +104,17 @@ static uint32_t tab_stride(const struct plan_rank* pr) {
 /* The kernel's dynamic shared memory: the op pointers, the call's buffer table, each block's
  * program segment when the largest fits in XG_STAGE_MAX bytes, and then (tables set) its op table
  * when that fits too. */
-static void smem_plan(struct xg_image* img, const struct plan_rank* pr, int nranks, int tables) {
+static void smem_plan(struct xg_image* img, const struct mscclppPlan* plan, const struct plan_rank* pr, int nranks,
+                      int tables) {
   struct xg_params* p = &img->p;
+  uint32_t ts = tab_stride(pr, plan->double_scratch ? 2 : 1);
   p->seg_stride = seg_stride(pr);
   p->smem_io = xg_a16((uint32_t)img->maxptrs * (uint32_t)sizeof(char*));
   p->smem_prog = p->smem_io + xg_a16(5u * (uint32_t)nranks * (uint32_t)sizeof(char*));
   p->stage = p->seg_stride <= XG_STAGE_MAX;
   p->nranks = nranks;
   p->smem_tab = p->smem_prog + (p->stage ? p->seg_stride : 0);
-  p->tab_stride = tables && p->stage && tab_stride(pr) <= XG_STAGE_MAX ? tab_stride(pr) : 0;
+  p->tab_stride = tables && p->stage && ts <= XG_STAGE_MAX ? ts : 0;
   img->smem = p->smem_tab + p->tab_stride;
 }
 
@@ -222,8 +224,8 @@ static mscclppResult_t build(struct xg_state* st, const struct mscclppPlan* plan
   MPP_CHECK(xg_count(plan, st->rank, &n));
   img->nblocks = pr->nblocks, img->threads = (int)plan->threads_per_block, img->maxptrs = (int)n.maxptrs;
   memset(&img->p, 0, sizeof(img->p));
-  smem_plan(img, pr, st->nranks, st->op_tables);
-  if (img->p.tab_stride && !tables_fit(img, st->dev)) smem_plan(img, pr, st->nranks, 0);
+  smem_plan(img, plan, pr, st->nranks, st->op_tables);
+  if (img->p.tab_stride && !tables_fit(img, st->dev)) smem_plan(img, plan, pr, st->nranks, 0);
   MPP_CHECK(smem_allow(img, plan, st->rank));
   MPP_CHECK(check_fits(img, plan, st->rank, st->dev));
   MPP_CHECK(xg_routes_make(st, plan, &n, &rt));

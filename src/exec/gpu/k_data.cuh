@@ -15,9 +15,9 @@
 #include "exec/gpu/k_sync.cuh"
 
 /* The op's sources, then destinations, at window start s (packet references, xg_ref_pkt: at twice
- * the data offset). With an op table and s its window start: the staged table itself (its scratch
- * addresses hold the call's half: xk_table_half). Otherwise the shared pointer array, filled from
- * the table (moved to s: a pipeline's iteration) or worked out, and a __syncthreads after (every
+ * the data offset). With an op table and s its window start: the staged table itself (the
+ * addresses for the call's scratch half). Otherwise the shared pointer array, filled from the
+ * table (moved to s: a pipeline's iteration) or worked out, and a __syncthreads after (every
  * thread calls it; the choice is the same in all). */
 __device__ char* const* xk_ptrs(const xk& k, const plan_op& op, uint64_t s) {
   uint64_t ds = k.win ? s - k.win[k.op_index].s : 0;

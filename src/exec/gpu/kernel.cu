@@ -145,19 +145,6 @@ __device__ void xk_stage(const xg_params& P, const char* from, const char* tab, 
   }
 }
 
-/* Every thread, once the segment and the op table (stab) are staged and the call's scratch half
- * is known: adds the half to the table's scratch addresses, so that xk_ptrs can hand the table to
- * the ops as it is. */
-__device__ void xk_table_half(const char* seg, char* stab, uint64_t half) {
-  xg_seg_head h = *(const xg_seg_head*)seg;
-  struct xg_seg sg;
-  xg_seg_layout(h.nops, h.nrefs, h.nchans, &sg);
-  const plan_ref* refs = (const plan_ref*)(seg + sg.refs);
-  char** ptr = (char**)(stab + xg_tab_ptrs(h.nops));
-  for (uint32_t i = threadIdx.x; i < h.nrefs; i += blockDim.x)
-    if (refs[i].btype == PLAN_BUF_SCR && refs[i].kind != PLAN_REF_SWITCH) ptr[i] += half;
-}
-
 /* Thread 0, once the segment (and the op table, stab when staged) is in place: the block's ops,
  * references, channel references and table (none for a block beyond the plan's: seg NULL). */
 __device__ void xk_program(xk& k, const char* seg, const char* stab) {
@@ -175,7 +162,7 @@ __device__ void xk_program(xk& k, const char* seg, const char* stab) {
   k.slots = (const int32_t*)(seg + sg.slots);
   if (!stab) return;
   k.win = (const xg_win*)stab;
-  k.tptr = (char* const*)(stab + xg_tab_ptrs(h.nops));
+  k.tptr = (char* const*)(stab + xg_tab_ptrs(h.nops, h.nrefs, k.half ? 1u : 0u)); /* this call's half */
 }
 
 extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const __grid_constant__ xg_params P) {
@@ -208,7 +195,6 @@ extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const 
   }
   __syncthreads();
   if (threadIdx.x == 0) xk_program(k, from ? seg : NULL, tab ? xg_smem + P.smem_tab : NULL);
-  if (tab && P.double_scratch) xk_table_half(seg, xg_smem + P.smem_tab, k.half);
   __syncthreads();
   xk_block(k);
   xk_finish(P, k.launch);

@@ -13,23 +13,22 @@
 #include "plan/plan.h"
 #include "util/err.h"
 
-/* Address of reference r's range + s in this call (as the kernel's xk_ptr finds it, the scratch
- * without the call's half); 0 for switch references, which switch ops expand themselves. */
+/* Address of reference r's range + s in a call using scratch half `half` (bytes; as the kernel's
+ * xk_ptr finds it); 0 for switch references, which switch ops expand themselves. */
 static uint64_t ref_addr(const struct xg_state* st, const struct xg_ctx* ctx, const struct xg_layout* x,
-                         const struct plan_ref* r, uint64_t s, int pkt) {
+                         const struct plan_ref* r, uint64_t s, int pkt, uint64_t half) {
   if (r->kind == PLAN_REF_SWITCH) return 0;
   int owner = r->kind == PLAN_REF_LOCAL ? st->rank : r->rank;
   const char* base = r->btype == PLAN_BUF_SCR ? (st->scr_host ? st->scr_host[owner] : NULL)
                                               : ctx->host[owner * 2 + r->btype];
   uint64_t off = xg_chunk_off(x, r->btype, r->index) + s;
-  return (uint64_t)(uintptr_t)base + (pkt ? 2 * off : off);
+  return (uint64_t)(uintptr_t)base + (r->btype == PLAN_BUF_SCR ? half : 0) + (pkt ? 2 * off : off);
 }
 
-/* Block bl's table at out (xg_tab_bytes(bl->nops, bl->nrefs) bytes). */
+/* Block bl's table at out (xg_tab_bytes(bl->nops, bl->nrefs, halves) bytes). */
 static void fill_block(const struct xg_state* st, const struct xg_ctx* ctx, const struct xg_layout* x, uint64_t align,
-                       const struct plan_block* bl, char* out) {
+                       int halves, const struct plan_block* bl, char* out) {
   struct xg_win* win = (struct xg_win*)out;
-  uint64_t* ptr = (uint64_t*)(out + xg_tab_ptrs(bl->nops));
   uint32_t nested = 0; /* ops still to come of the pipeline being filled */
   for (uint32_t i = 0; i < bl->nops; i++) {
     const struct plan_op* op = &bl->ops[i];
@@ -40,8 +39,12 @@ static void fill_block(const struct xg_state* st, const struct xg_ctx* ctx, cons
       xg_window(len, 0, 0, op->tbg_id, op->tbg_size, align, &s, &n);
     if (nested) nested--;
     win[i] = (struct xg_win){.s = s, .n = n};
-    for (int j = 0; j < op->nsrc + op->ndst; j++)
-      ptr[op->first_ref + j] = ref_addr(st, ctx, x, &bl->refs[op->first_ref + j], s, xg_ref_pkt(op->code, j, op->nsrc));
+    for (int h = 0; h < halves; h++) {
+      uint64_t* ptr = (uint64_t*)(out + xg_tab_ptrs(bl->nops, bl->nrefs, (uint32_t)h));
+      for (int j = 0; j < op->nsrc + op->ndst; j++)
+        ptr[op->first_ref + j] = ref_addr(st, ctx, x, &bl->refs[op->first_ref + j], s,
+                                          xg_ref_pkt(op->code, j, op->nsrc), (uint64_t)h * x->scr_stride);
+    }
   }
 }
 
@@ -54,7 +57,9 @@ mscclppResult_t xg_table_make(const struct xg_state* st, const struct xg_image* 
   if (!h) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory for %s's op tables", plan->file);
   struct xg_layout x;
   xg_layout_of(l, &x);
-  for (int b = 0; b < pr->nblocks; b++) fill_block(st, ctx, &x, img->p.align, &pr->blocks[b], h + (size_t)b * stride);
+  int halves = plan->double_scratch ? 2 : 1;
+  for (int b = 0; b < pr->nblocks; b++)
+    fill_block(st, ctx, &x, img->p.align, halves, &pr->blocks[b], h + (size_t)b * stride);
   mscclppResult_t res = xg_dev_alloc((void**)out, bytes, "op tables");
   if (res == mscclppSuccess) res = xg_upload(*out, h, bytes);
   free(h);
