@@ -107,7 +107,7 @@ perf_plans=$(mktemp -d) # not under $out: the device tool brings back only a few
 if [ "$ngpus" -ge 1 ] && [ "${GPU_CHECK_PLANS:-1}" != 0 ] &&
    python3 tests/plans/gen_plans.py --perf "$perf_plans" 2>"$out/perf-plans.err"; then
   mkdir -p "$perf_plans/none"
-  if [ "$ngpus" -ge 2 ]; then nr=$ngpus kinds="builtin ll rres"; else nr=1 kinds="builtin copy1 copy ll1 ll"; fi
+  if [ "$ngpus" -ge 2 ]; then nr=$ngpus kinds="builtin ll1 ll rres"; else nr=1 kinds="builtin copy1 copy ll1 ll"; fi
   for kind in $kinds; do
     dir="$perf_plans/$kind"
     [ "$kind" = builtin ] && dir="$perf_plans/none"

@@ -298,6 +298,7 @@ def perf_plans():
     """(kind, plan) of the performance plans: the built-ins' shapes for 2-8 ranks and 1-rank ones."""
     out = []
     for n in (2, 3, 4, 8):
+        out.append(("ll1", allreduce_ll_perf(n, 1)))  # the built-in's shape up to 4 KiB per part
         out.append(("ll", allreduce_ll_perf(n, 64)))
         out.append(("rres", allreduce_rres_perf(n, 64)))
     out.append(("ll", allreduce_ll_local(64)))
