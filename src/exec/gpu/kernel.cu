@@ -145,13 +145,13 @@ __device__ void xk_stage(const xg_params& P, const char* from, const char* tab, 
   }
 }
 
-/* Thread 0, once the segment (and the op table, stab when staged) is in place: the block's ops,
- * references, channel references and table (none for a block beyond the plan's: seg NULL). */
-__device__ void xk_program(xk& k, const char* seg, const char* stab) {
+/* Thread 0: where the block's ops, references, channel references and table lie in the segment
+ * seg (and the table stab) whose header is h (none for a block beyond the plan's: seg NULL). Only
+ * addresses: the staged copies may still be in flight (the caller's barrier orders them). */
+__device__ void xk_program(xk& k, const char* seg, const char* stab, xg_seg_head h) {
   k.nops = 0;
   k.win = NULL, k.tptr = NULL;
   if (!seg) return;
-  xg_seg_head h = *(const xg_seg_head*)seg;
   struct xg_seg sg;
   xg_seg_layout(h.nops, h.nrefs, h.nchans, &sg);
   k.nops = h.nops;
@@ -176,9 +176,12 @@ extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const 
   char** io = (char**)(xg_smem + P.smem_io);
   const char* seg = P.stage || !from ? xg_smem + P.smem_prog : from;
   const char* tab = from && P.tab ? P.tab + (uint64_t)blockIdx.x * P.tab_stride : NULL; /* only when staged */
-  /* Thread 0 issues the read of the call counter first and uses it only after staging, so its
-   * latency overlaps the staging loads instead of preceding them. */
+  /* Thread 0 issues the reads of the call counter and of the segment's header first and uses them
+   * only after staging, so their latency overlaps the staging loads instead of preceding them, and
+   * it lays out the block's view from its own copy of the header: one barrier for both. */
   uint64_t launch = threadIdx.x == 0 ? *(volatile uint64_t*)&P.words->launches + 1 : 0;
+  xg_seg_head head = {0, 0, 0, 0};
+  if (threadIdx.x == 0 && from) head = *(const xg_seg_head*)from;
   xk_stage(P, from, tab, &Ps, io, xg_smem + P.smem_prog, xg_smem + P.smem_tab);
   if (threadIdx.x == 0) {
     rc = 0;
@@ -192,9 +195,8 @@ extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const 
     k.ptrs = (char**)xg_smem;
     k.io = io, k.io_reg = io + 2 * P.nranks, k.scr = io + 4 * P.nranks;
     k.rc = &rc;
+    xk_program(k, from ? seg : NULL, tab ? xg_smem + P.smem_tab : NULL, head);
   }
-  __syncthreads();
-  if (threadIdx.x == 0) xk_program(k, from ? seg : NULL, tab ? xg_smem + P.smem_tab : NULL);
   __syncthreads();
   xk_block(k);
   xk_finish(P, k.launch);
