@@ -165,6 +165,27 @@ struct xg_params {
   uint32_t tab_stride, smem_tab;
 };
 
+/* Whether an op may run in the lean kernel (launch.h): copies, puts and gets through memory, the
+ * packet ops, and pipelines of those. */
+MSCCLPP_HOST_DEVICE_INLINE int xg_op_lean(const struct plan_op* op) {
+  switch (op->code) {
+    case PLAN_OP_NOP:
+    case PLAN_OP_PIPELINE:
+    case PLAN_OP_GET:
+    case PLAN_OP_COPY:
+    case PLAN_OP_CPKT:
+    case PLAN_OP_PPKT:
+    case PLAN_OP_UPKT:
+    case PLAN_OP_RPPKT:
+    case PLAN_OP_REPKT:
+    case PLAN_OP_RESPKT:
+    case PLAN_OP_RECPKT:
+    case PLAN_OP_RECSPKT: return 1;
+    case PLAN_OP_PUT: return op->chan_type != PLAN_CH_PORT;
+    default: return 0;
+  }
+}
+
 /* ---- the size rule of src/plan/sizes.c, for the kernel (must stay equal to it) --------------- */
 
 /* a / b, b > 0, by 32-bit division when both fit (a GPU thread divides 64-bit numbers by a long

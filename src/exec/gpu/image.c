@@ -91,6 +91,14 @@ static void stage_plan(const struct plan_rank* pr, const struct xg_routes* rt, c
   }
 }
 
+/* Whether every op of the rank's part may run in the lean kernel (launch.h). */
+static int plan_lean(const struct plan_rank* pr) {
+  for (int b = 0; b < pr->nblocks; b++)
+    for (uint32_t i = 0; i < pr->blocks[b].nops; i++)
+      if (!xg_op_lean(&pr->blocks[b].ops[i])) return 0;
+  return 1;
+}
+
 /* The op table stride: the largest block's (dev.h). */
 static uint32_t tab_stride(const struct plan_rank* pr, int halves) {
   uint32_t most = 0;
@@ -142,7 +150,7 @@ static void image_params(struct xg_image* img, const struct mscclppPlan* plan, c
 /* Dynamic shared memory above 48 KiB needs the kernel's opt-in, up to what the device allows. */
 static mscclppResult_t smem_allow(const struct xg_image* img, const struct mscclppPlan* plan, int rank) {
   if (img->smem <= 48 * 1024) return mscclppSuccess;
-  cudaError_t e = (cudaError_t)xg_smem_optin(img->smem);
+  cudaError_t e = (cudaError_t)xg_smem_optin(img->lean, img->smem);
   if (e != cudaSuccess)
     return MPP_ERR(mscclppInvalidUsage, "%s: gpu %d needs %zu bytes of shared memory per block (%d pointers for its "
                    "largest op, %d ranks' buffers); this GPU gives less: %s", plan->file, rank, img->smem, img->maxptrs,
@@ -153,7 +161,7 @@ static mscclppResult_t smem_allow(const struct xg_image* img, const struct msccl
 /* How many of the image's blocks the GPU runs at once: per SM, and SMs. */
 static cudaError_t residency(const struct xg_image* img, int dev, int* per_sm, int* sms) {
   *per_sm = 0, *sms = 0;
-  cudaError_t e = (cudaError_t)xg_occupancy(img->threads, img->smem, per_sm);
+  cudaError_t e = (cudaError_t)xg_occupancy(img->lean, img->threads, img->smem, per_sm);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
   return e;
 }
@@ -162,7 +170,7 @@ static cudaError_t residency(const struct xg_image* img, int dev, int* per_sm, i
  * without them the image is built as before). */
 static int tables_fit(const struct xg_image* img, int dev) {
   int per_sm = 0, sms = 0;
-  if (img->smem > 48 * 1024 && xg_smem_optin(img->smem) != 0) {
+  if (img->smem > 48 * 1024 && xg_smem_optin(img->lean, img->smem) != 0) {
     (void)cudaGetLastError(); /* the refusal is an answer, not an error for later calls */
     return 0;
   }
@@ -223,6 +231,7 @@ static mscclppResult_t build(struct xg_state* st, const struct mscclppPlan* plan
   struct xg_routes rt;
   MPP_CHECK(xg_count(plan, st->rank, &n));
   img->nblocks = pr->nblocks, img->threads = (int)plan->threads_per_block, img->maxptrs = (int)n.maxptrs;
+  img->lean = plan_lean(pr);
   memset(&img->p, 0, sizeof(img->p));
   smem_plan(img, plan, pr, st->nranks, st->op_tables);
   if (img->p.tab_stride && !tables_fit(img, st->dev)) smem_plan(img, plan, pr, st->nranks, 0);

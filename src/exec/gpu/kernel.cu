@@ -17,8 +17,25 @@
 #include "exec/gpu/k_pkt.cuh"
 #include "exec/gpu/launch.h"
 
-/* One op over its window [s, s + n). */
-__device__ void xk_op(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+/* One op of a lean plan (xg_plan_lean: copies, memory puts and gets, packet ops). */
+__device__ __forceinline__ void xk_op_lean(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+  switch (op.code) {
+    case PLAN_OP_NOP: return;
+    case PLAN_OP_PUT:
+    case PLAN_OP_GET:
+    case PLAN_OP_COPY: xk_move(k, op, s, n); return;
+    default: xk_pkt(k, op, s, n); return;
+  }
+}
+
+/* One op over its window [s, s + n); LEAN: the plan is lean (the kernel then has none of the other
+ * ops' code in its op loop: fewer registers spilled there, a shorter path). */
+template <bool LEAN>
+__device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+  if (LEAN) {
+    xk_op_lean(k, op, s, n);
+    return;
+  }
   int port = op.chan_type == PLAN_CH_PORT;
   switch (op.code) {
     case PLAN_OP_NOP: /* the __syncthreads after every op is the block-wide barrier */
@@ -57,6 +74,7 @@ __device__ void xk_op(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
 /* Runs op (index `index` in the block) at pipeline iteration it of unit u (0: no pipeline), then
  * the block barrier. Returns nonzero once any thread of the block failed (the same in all).
  * Every thread stores the same op index and code into the shared view (read only by xk_fail). */
+template <bool LEAN>
 __device__ int xk_run(xk& k, const plan_op& op, uint32_t index, uint64_t it, uint64_t u) {
   k.op_index = index;
   k.code = op.code;
@@ -67,24 +85,25 @@ __device__ int xk_run(xk& k, const plan_op& op, uint32_t index, uint64_t it, uin
     uint64_t len = k.win ? k.win[index].n : xg_op_len(&k.P->layout, k.refs + op.first_ref, op.nsrc + op.ndst);
     xg_window(len, it, u, op.tbg_id, op.tbg_size, k.P->align, &s, &n);
   }
-  xk_op(k, op, s, n);
+  xk_op<LEAN>(k, op, s, n);
   __syncthreads();
   return *k.rc;
 }
 
 /* Every op of the block, in order. */
+template <bool LEAN>
 __device__ void xk_block(xk& k) {
   const plan_op* ops = k.ops;
   for (uint32_t i = 0; i < k.nops; i++) {
     const plan_op& op = ops[i];
     if (op.code != PLAN_OP_PIPELINE) {
-      if (xk_run(k, op, i, 0, 0)) return;
+      if (xk_run<LEAN>(k, op, i, 0, 0)) return;
       continue;
     }
     uint64_t iters = k.win ? k.win[i].n : xg_pipe_iters(&k.P->layout, &op);
     for (uint64_t it = 0; it < iters; it++)
       for (uint32_t j = 1; j <= op.nested; j++)
-        if (xk_run(k, ops[i + j], i + j, it, op.unit_size)) return;
+        if (xk_run<LEAN>(k, ops[i + j], i + j, it, op.unit_size)) return;
     i += op.nested;
   }
 }
@@ -165,7 +184,8 @@ __device__ void xk_program(xk& k, const char* seg, const char* stab, xg_seg_head
   k.tptr = (char* const*)(stab + xg_tab_ptrs(h.nops, h.nrefs, k.half ? 1u : 0u)); /* this call's half */
 }
 
-extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const __grid_constant__ xg_params P) {
+template <bool LEAN>
+__global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const __grid_constant__ xg_params P) {
   extern __shared__ __align__(16) char xg_smem[];
   __shared__ int rc;
   /* The block's view and the parameters are the same for all its threads: one copy of each in
@@ -198,19 +218,24 @@ extern "C" __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const 
     xk_program(k, from ? seg : NULL, tab ? xg_smem + P.smem_tab : NULL, head);
   }
   __syncthreads();
-  xk_block(k);
+  xk_block<LEAN>(k);
   xk_finish(P, k.launch);
 }
 
-extern "C" int xg_launch(const struct xg_params* p, int grid, int threads, size_t smem, void* stream) {
-  xg_kernel<<<grid, threads, smem, (cudaStream_t)stream>>>(*p);
+extern "C" int xg_launch(const struct xg_params* p, int lean, int grid, int threads, size_t smem, void* stream) {
+  if (lean)
+    xg_kernel<true><<<grid, threads, smem, (cudaStream_t)stream>>>(*p);
+  else
+    xg_kernel<false><<<grid, threads, smem, (cudaStream_t)stream>>>(*p);
   return (int)cudaGetLastError();
 }
 
-extern "C" int xg_smem_optin(size_t smem) {
-  return (int)cudaFuncSetAttribute(xg_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+extern "C" int xg_smem_optin(int lean, size_t smem) {
+  return (int)cudaFuncSetAttribute(lean ? xg_kernel<true> : xg_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)smem);
 }
 
-extern "C" int xg_occupancy(int threads, size_t smem, int* per_sm) {
-  return (int)cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, xg_kernel, threads, smem);
+extern "C" int xg_occupancy(int lean, int threads, size_t smem, int* per_sm) {
+  return (int)cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, lean ? xg_kernel<true> : xg_kernel<false>, threads,
+                                                            smem);
 }

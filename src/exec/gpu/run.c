@@ -77,7 +77,8 @@ static mscclppResult_t run_locked(struct xg_state* st, struct mscclppPlan* plan,
   struct xg_params p;
   params(st, img, ctx, ports, tab, &l, c, &p);
   int threads = call_threads(st, img, c);
-  cudaError_t e = (cudaError_t)xg_launch(&p, img->nblocks > 0 ? img->nblocks : 1, threads, img->smem, c->stream);
+  int grid = img->nblocks > 0 ? img->nblocks : 1;
+  cudaError_t e = (cudaError_t)xg_launch(&p, img->lean, grid, threads, img->smem, c->stream);
   if (e != cudaSuccess)
     return MPP_ERR(mscclppUnhandledCudaError, "%s: launching the executor kernel on rank %d (%d blocks of %d threads): %s",
                    plan->file, st->rank, img->nblocks, threads, cudaGetErrorString(e));

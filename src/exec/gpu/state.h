@@ -62,6 +62,7 @@ struct xg_image {
   uint64_t plan_id;
   char* file;
   int nblocks, threads, maxptrs, npch;
+  int lean;              /* every op may run in the lean kernel (launch.h) */
   size_t smem;
   void* mem;             /* one device allocation for every array below */
   struct xg_params p;    /* the image's part of the kernel's parameters */
