@@ -19,6 +19,12 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_plans_src}/gen
 add_test(NAME plans_gen COMMAND ${Python3_EXECUTABLE} ${_plans_src}/gen_plans.py ${_plans_out})
 set_tests_properties(plans_gen PROPERTIES LABELS unit FIXTURES_SETUP plan_corpus)
 
+# The GPU executor's op tables and the kernel's size rules against the host's, over the corpus
+# (no GPU needed: tests/unit/exec_table.c).
+mpp_test_target(exec_table ${PROJECT_SOURCE_DIR}/tests/unit/exec_table.c)
+add_test(NAME exec_table COMMAND exec_table ${_plans_out}/good.tsv)
+set_tests_properties(exec_table PROPERTIES LABELS unit TIMEOUT 120 FIXTURES_REQUIRED plan_corpus)
+
 function(plan_test name)
   add_test(NAME ${name} COMMAND mscclpp-plan run ${ARGN} --cpu --iters 2)
   set_tests_properties(${name} PROPERTIES LABELS mp TIMEOUT 300 FIXTURES_REQUIRED plan_corpus

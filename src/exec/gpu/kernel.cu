@@ -17,7 +17,7 @@
 #include "exec/gpu/k_pkt.cuh"
 #include "exec/gpu/launch.h"
 
-/* One op of a lean plan (xg_plan_lean: copies, memory puts and gets, packet ops). */
+/* One op of a lean plan (xg_op_lean: copies, memory puts and gets, packet ops). */
 __device__ __forceinline__ void xk_op_lean(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
   switch (op.code) {
     case PLAN_OP_NOP: return;

@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 /* The kernel comes in two forms: the full one, and a lean one for plans of copies, memory puts
- * and gets and packet ops only (xg_plan_lean), whose op loop has no other op's code. `lean` picks. */
+ * and gets and packet ops only (xg_op_lean), whose op loop has no other op's code. `lean` picks. */
 
 /* Launches the kernel on stream: grid blocks (one per threadblock of the plan's rank, at least
  * one) of `threads` threads with smem bytes of dynamic shared memory (the pointer array). */

@@ -179,6 +179,19 @@ mscclppResult_t xg_bind_get(struct xg_state* st, struct xg_image* img, const str
                             const uint32_t** ports, const char** tab);
 void xg_bind_free(struct xg_image* img);
 
+/* table.c: block bl's op table at out (xg_tab_bytes(nops, nrefs, halves) bytes) for a call on rank
+ * `rank` whose buffers are io[q * 2 + t] (rank q's input t = 0, output t = 1) and scr[q] (NULL: no
+ * scratch) at layout x; align: the tbg slices' alignment. Plain C (tests/unit/exec_table.c). */
+struct xg_table_in {
+  int rank;
+  char* const* io;
+  char* const* scr;
+  const struct xg_layout* x;
+  uint64_t align;
+  int halves; /* 2 with double scratch */
+};
+struct plan_block;
+void xg_table_fill(const struct xg_table_in* in, const struct plan_block* bl, char* out);
 /* table.c: img's op tables for ctx's buffers at layout l and the current scratch (*out: device). */
 mscclppResult_t xg_table_make(const struct xg_state* st, const struct xg_image* img, const struct mscclppPlan* plan,
                               const struct plan_layout* l, const struct xg_ctx* ctx, char** out);

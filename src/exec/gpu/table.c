@@ -6,8 +6,6 @@
  * divisions at every op (docs/plans.md, Op tables). */
 #include "exec/gpu/state.h"
 
-#if MSCCLPP_HAVE_CUDA
-#include <cuda_runtime.h>
 #include <stdlib.h>
 
 #include "plan/plan.h"
@@ -15,38 +13,37 @@
 
 /* Address of reference r's range + s in a call using scratch half `half` (bytes; as the kernel's
  * xk_ptr finds it); 0 for switch references, which switch ops expand themselves. */
-static uint64_t ref_addr(const struct xg_state* st, const struct xg_ctx* ctx, const struct xg_layout* x,
-                         const struct plan_ref* r, uint64_t s, int pkt, uint64_t half) {
+static uint64_t ref_addr(const struct xg_table_in* in, const struct plan_ref* r, uint64_t s, int pkt, uint64_t half) {
   if (r->kind == PLAN_REF_SWITCH) return 0;
-  int owner = r->kind == PLAN_REF_LOCAL ? st->rank : r->rank;
-  const char* base = r->btype == PLAN_BUF_SCR ? (st->scr_host ? st->scr_host[owner] : NULL)
-                                              : ctx->host[owner * 2 + r->btype];
-  uint64_t off = xg_chunk_off(x, r->btype, r->index) + s;
+  int owner = r->kind == PLAN_REF_LOCAL ? in->rank : r->rank;
+  const char* base = r->btype == PLAN_BUF_SCR ? (in->scr ? in->scr[owner] : NULL) : in->io[owner * 2 + r->btype];
+  uint64_t off = xg_chunk_off(in->x, r->btype, r->index) + s;
   return (uint64_t)(uintptr_t)base + (r->btype == PLAN_BUF_SCR ? half : 0) + (pkt ? 2 * off : off);
 }
 
-/* Block bl's table at out (xg_tab_bytes(bl->nops, bl->nrefs, halves) bytes). */
-static void fill_block(const struct xg_state* st, const struct xg_ctx* ctx, const struct xg_layout* x, uint64_t align,
-                       int halves, const struct plan_block* bl, char* out) {
+void xg_table_fill(const struct xg_table_in* in, const struct plan_block* bl, char* out) {
   struct xg_win* win = (struct xg_win*)out;
   uint32_t nested = 0; /* ops still to come of the pipeline being filled */
   for (uint32_t i = 0; i < bl->nops; i++) {
     const struct plan_op* op = &bl->ops[i];
-    uint64_t len = xg_op_len(x, &bl->refs[op->first_ref], op->nsrc + op->ndst), s = 0, n = len;
+    uint64_t len = xg_op_len(in->x, &bl->refs[op->first_ref], op->nsrc + op->ndst), s = 0, n = len;
     if (op->code == PLAN_OP_PIPELINE)
-      n = xg_pipe_iters(x, op), nested = op->nested + 1;
+      n = xg_pipe_iters(in->x, op), nested = op->nested + 1;
     else if (nested == 0)
-      xg_window(len, 0, 0, op->tbg_id, op->tbg_size, align, &s, &n);
+      xg_window(len, 0, 0, op->tbg_id, op->tbg_size, in->align, &s, &n);
     if (nested) nested--;
     win[i] = (struct xg_win){.s = s, .n = n};
-    for (int h = 0; h < halves; h++) {
+    for (int h = 0; h < in->halves; h++) {
       uint64_t* ptr = (uint64_t*)(out + xg_tab_ptrs(bl->nops, bl->nrefs, (uint32_t)h));
       for (int j = 0; j < op->nsrc + op->ndst; j++)
-        ptr[op->first_ref + j] = ref_addr(st, ctx, x, &bl->refs[op->first_ref + j], s,
-                                          xg_ref_pkt(op->code, j, op->nsrc), (uint64_t)h * x->scr_stride);
+        ptr[op->first_ref + j] = ref_addr(in, &bl->refs[op->first_ref + j], s, xg_ref_pkt(op->code, j, op->nsrc),
+                                          (uint64_t)h * in->x->scr_stride);
     }
   }
 }
+
+#if MSCCLPP_HAVE_CUDA
+#include <cuda_runtime.h>
 
 mscclppResult_t xg_table_make(const struct xg_state* st, const struct xg_image* img, const struct mscclppPlan* plan,
                               const struct plan_layout* l, const struct xg_ctx* ctx, char** out) {
@@ -57,9 +54,9 @@ mscclppResult_t xg_table_make(const struct xg_state* st, const struct xg_image* 
   if (!h) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory for %s's op tables", plan->file);
   struct xg_layout x;
   xg_layout_of(l, &x);
-  int halves = plan->double_scratch ? 2 : 1;
-  for (int b = 0; b < pr->nblocks; b++)
-    fill_block(st, ctx, &x, img->p.align, halves, &pr->blocks[b], h + (size_t)b * stride);
+  struct xg_table_in in = {.rank = st->rank, .io = ctx->host, .scr = st->scr_host, .x = &x, .align = img->p.align,
+                           .halves = plan->double_scratch ? 2 : 1};
+  for (int b = 0; b < pr->nblocks; b++) xg_table_fill(&in, &pr->blocks[b], h + (size_t)b * stride);
   mscclppResult_t res = xg_dev_alloc((void**)out, bytes, "op tables");
   if (res == mscclppSuccess) res = xg_upload(*out, h, bytes);
   free(h);
