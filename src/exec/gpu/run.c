@@ -32,7 +32,6 @@ static void params(const struct xg_state* st, const struct xg_image* img, const 
   *p = img->p;
   p->port_ids = ports;
   p->tab = tab;
-  if (!tab) p->tab_stride = 0;
   p->io = ctx->dev;
   p->io_reg = ctx->dev + 2 * st->nranks;
   p->scr = st->scr_dev;
