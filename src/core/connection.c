@@ -159,6 +159,22 @@ mscclppResult_t mscclppConnectionWrite(mscclppConnection_t conn, mscclppRegMem_t
   return conn->ops->write(conn, dst, dstOffset, src, srcOffset, size);
 }
 
+mscclppResult_t connection_write_host(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                      const void* src, uint64_t size) {
+  MPP_CHECK(connection_check_dst(conn, dst, dst_off, size));
+  if (conn->ops->write_host == NULL)
+    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no host-memory write path", conn->ops->name, conn->peer);
+  return conn->ops->write_host(conn, dst, dst_off, src, size);
+}
+
+mscclppResult_t connection_read_host(struct mscclppConnection* conn, void* dst, struct mscclppRegMem* src,
+                                     uint64_t src_off, uint64_t size) {
+  MPP_CHECK(connection_check_dst(conn, src, src_off, size)); /* the same rules: the peer's, in bounds, reachable */
+  if (conn->ops->read_host == NULL)
+    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no read path", conn->ops->name, conn->peer);
+  return conn->ops->read_host(conn, dst, src, src_off, size);
+}
+
 mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
                                                uint64_t* src, uint64_t newValue) {
   err_clear();

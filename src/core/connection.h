@@ -53,6 +53,16 @@ struct mscclppConnection {
 mscclppResult_t connection_check_dst(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
                                      uint64_t size);
 
+/* For the library's own users of peers it cannot map (the CPU plan executor over tcp): copies size
+ * bytes of host memory src into the peer's dst+dst_off (as mscclppConnectionWrite, whose source
+ * must be registered), and reads size bytes of the peer's src+src_off into host memory dst,
+ * returning once they are there (after every earlier write and update of conn). InvalidUsage
+ * when conn's transport has no such path (it maps the peer's memory instead). */
+mscclppResult_t connection_write_host(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                      const void* src, uint64_t size);
+mscclppResult_t connection_read_host(struct mscclppConnection* conn, void* dst, struct mscclppRegMem* src,
+                                     uint64_t src_off, uint64_t size);
+
 /* Swaps size bytes with peer through the bootstrap under tag, the lower rank sending first (so
  * that neither blocking nor buffered sends can deadlock). */
 mscclppResult_t boot_swap(struct mscclppComm* comm, int peer, int tag, const void* mine, void* theirs, size_t size);

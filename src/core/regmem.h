@@ -149,8 +149,13 @@ mscclppResult_t region_add(struct region_table* t, void* ptr, uint64_t size, int
 void region_remove(struct region_table* t, uint64_t id);
 /* Copies size bytes of data to offset of region id: InvalidArgument when the region does not exist
  * or [offset, offset+size) leaves it. Holds the table's lock while copying so that the region
- * cannot be removed in between. */
+ * cannot be removed in between. Host memory is written in whole 64-bit words where alignment
+ * allows, so a local reader polling a word (LL packets) never sees it torn. */
 mscclppResult_t region_write(struct region_table* t, uint64_t id, uint64_t offset, const void* data, uint64_t size);
+/* Copies size bytes at offset of region id into data (host memory), checked as region_write. */
+mscclppResult_t region_read(struct region_table* t, uint64_t id, uint64_t offset, void* data, uint64_t size);
+/* Success when region id exists and holds [offset, offset+size); the error region_write would give otherwise. */
+mscclppResult_t region_check(struct region_table* t, uint64_t id, uint64_t offset, uint64_t size);
 /* Stores value as one 64-bit word at offset (8-byte aligned) of region id with release order: a
  * thread of this process that reads the word with acquire order also sees every earlier
  * region_write of the calling thread. */

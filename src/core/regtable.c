@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/regmem.h"
 #include "util/err.h"
@@ -78,11 +79,44 @@ static const struct region_entry* lookup(struct region_table* t, uint64_t id, ui
   return NULL;
 }
 
+/* Copies host memory in 64-bit words when both sides and the size are 8-byte aligned, each word one
+ * relaxed atomic store (memcpy may write a word in pieces): a reader polling a word, as LL packets'
+ * readers do (flag and data in one word), never sees half of a new word. Else memcpy. */
+static void copy_words(char* dst, const char* src, uint64_t size) {
+  if (((uintptr_t)dst | (uintptr_t)src | size) % 8 != 0) {
+    memcpy(dst, src, size);
+    return;
+  }
+  for (uint64_t i = 0; i < size; i += 8) {
+    uint64_t v;
+    memcpy(&v, src + i, 8);
+    atomic_store_explicit((_Atomic uint64_t*)(void*)(dst + i), v, memory_order_relaxed);
+  }
+}
+
 mscclppResult_t region_write(struct region_table* t, uint64_t id, uint64_t offset, const void* data, uint64_t size) {
   mscclppResult_t res = mscclppSuccess;
   pthread_mutex_lock(&t->lock);
   const struct region_entry* e = lookup(t, id, offset, size, &res);
-  if (e != NULL) res = mem_copy(e->ptr + offset, e->device, data, -1, size);
+  if (e != NULL && e->device >= 0) res = mem_copy(e->ptr + offset, e->device, data, -1, size);
+  else if (e != NULL) copy_words(e->ptr + offset, data, size);
+  pthread_mutex_unlock(&t->lock);
+  return res;
+}
+
+mscclppResult_t region_check(struct region_table* t, uint64_t id, uint64_t offset, uint64_t size) {
+  mscclppResult_t res = mscclppSuccess;
+  pthread_mutex_lock(&t->lock);
+  (void)lookup(t, id, offset, size, &res);
+  pthread_mutex_unlock(&t->lock);
+  return res;
+}
+
+mscclppResult_t region_read(struct region_table* t, uint64_t id, uint64_t offset, void* data, uint64_t size) {
+  mscclppResult_t res = mscclppSuccess;
+  pthread_mutex_lock(&t->lock);
+  const struct region_entry* e = lookup(t, id, offset, size, &res);
+  if (e != NULL) res = mem_copy(data, -1, e->ptr + offset, e->device, size);
   pthread_mutex_unlock(&t->lock);
   return res;
 }

@@ -1,8 +1,9 @@
 /* tcp.c - the tcp transport: any registered memory of any host, written by the owner's receiving
  * thread. Each connection is two sockets, one per direction, so that neither side's receiver ever
  * waits for the other's sender:
- *   out_fd  our WRITE/UPDATE/FLUSH messages to the peer; the peer's receiver answers FLUSH with ACK
- *           on the same socket, and our flush reads it;
+ *   out_fd  our WRITE/UPDATE/FLUSH/READ messages to the peer; the peer's receiver answers FLUSH with
+ *           ACK and READ with DATA (the bytes, or a failure status) on the same socket, and our
+ *           flush or read waits for the answer;
  *   in_fd   the peer's messages, applied by our receiving thread to regions of the comm's region
  *           table (checked: region exists, offset+size inside it, updates 8-byte aligned).
  * Messages are a 32-byte header (host byte order: both hosts must share it), WRITE followed by its
@@ -31,14 +32,15 @@
 #define TCP_CHUNK (1u << 20)  /* staging buffer of the receiver and of device sources */
 #define TCP_HELLO_MS 5000     /* bound of the wait for an accepted connection's HELLO */
 
-enum tcp_type { TCP_HELLO = 1, TCP_WRITE = 2, TCP_UPDATE = 3, TCP_FLUSH = 4, TCP_ACK = 5 };
+enum tcp_type { TCP_HELLO = 1, TCP_WRITE = 2, TCP_UPDATE = 3, TCP_FLUSH = 4, TCP_ACK = 5, TCP_READ = 6, TCP_DATA = 7 };
 
 struct tcp_hdr {
   uint32_t type;
   uint32_t status;  /* HELLO: TCP_MAGIC; ACK: first failure (mscclppResult_t) since the last ACK */
-  uint64_t region;  /* WRITE/UPDATE: region id; HELLO: comm id; ACK: region of the failure */
-  uint64_t offset;  /* WRITE/UPDATE: offset in the region; HELLO: sender rank; ACK: of the failure */
-  uint64_t arg;     /* WRITE: bytes that follow; UPDATE: value; FLUSH/ACK: sequence; HELLO: tag */
+  uint64_t region;  /* WRITE/UPDATE/READ: region id; HELLO: comm id; ACK: region of the failure */
+  uint64_t offset;  /* WRITE/UPDATE/READ: offset in the region; HELLO: sender rank; ACK: of the failure */
+  uint64_t arg;     /* WRITE/DATA: bytes that follow; READ: bytes asked; UPDATE: value; FLUSH/ACK: sequence;
+                     * HELLO: tag */
 };
 
 struct tcp_conn {
@@ -112,6 +114,27 @@ static int apply_write(struct tcp_conn* t, const struct tcp_hdr* h) {
   return 0;
 }
 
+/* Answers one READ with DATA on in_fd: the bytes, read from the region in chunks, or (region or
+ * range refused) a failure status and no bytes. 0, or -1 when the socket failed. */
+static int answer_read(struct tcp_conn* t, const struct tcp_hdr* h) {
+  struct region_table* regions = &t->conn->comm->tstate->regions;
+  uint64_t deadline = time_deadline_ms(io_timeout_ms());
+  mscclppResult_t res = region_check(regions, h->region, h->offset, h->arg);
+  if (res != mscclppSuccess)
+    log_msg(LOG_WARN, LOG_SUB_TRANSPORT, "tcp: refused rank %d's read: %s", t->conn->peer, err_last());
+  struct tcp_hdr d = {.type = TCP_DATA, .status = (uint32_t)res, .region = h->region, .offset = h->offset,
+                      .arg = res == mscclppSuccess ? h->arg : 0};
+  if (sock_send_all(t->in_fd, &d, sizeof(d), deadline) != mscclppSuccess) return -1;
+  for (uint64_t done = 0; done < d.arg;) {
+    size_t n = (size_t)(d.arg - done < TCP_CHUNK ? d.arg - done : TCP_CHUNK);
+    /* Checked above; a region released meanwhile reads as zeros rather than desynchronizing the stream. */
+    if (region_read(regions, h->region, h->offset + done, t->rbuf, n) != mscclppSuccess) memset(t->rbuf, 0, n);
+    if (sock_send_all(t->in_fd, t->rbuf, n, time_deadline_ms(io_timeout_ms())) != mscclppSuccess) return -1;
+    done += n;
+  }
+  return 0;
+}
+
 /* Applies one message of the peer; 0, or -1 when the connection cannot go on. */
 static int apply_message(struct tcp_conn* t, const struct tcp_hdr* h) {
   struct region_table* regions = &t->conn->comm->tstate->regions;
@@ -122,6 +145,7 @@ static int apply_message(struct tcp_conn* t, const struct tcp_hdr* h) {
       if (res != mscclppSuccess) note_failure(t, res, h);
       return 0;
     }
+    case TCP_READ: return answer_read(t, h);
     case TCP_FLUSH: {
       struct tcp_hdr ack = {.type = TCP_ACK, .status = t->fail_status, .region = t->fail_region,
                             .offset = t->fail_offset, .arg = h->arg};
@@ -308,19 +332,29 @@ static mscclppResult_t send_payload(struct tcp_conn* t, const char* src, int dev
   return mscclppSuccess;
 }
 
-static mscclppResult_t tcp_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
-                                 struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+/* One WRITE of size bytes at src (GPU memory of device dev when dev >= 0) to dst+dst_off. */
+static mscclppResult_t send_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                  const char* src, int dev, uint64_t size) {
   struct tcp_conn* t = conn->priv;
   MPP_CHECK(tcp_status(conn));
   if (size == 0) return mscclppSuccess;
   struct tcp_hdr h = {.type = TCP_WRITE, .region = dst->d.region_id, .offset = dst_off, .arg = size};
   mscclppResult_t res = send_part(t, &h, sizeof(h), time_deadline_ms(io_timeout_ms()));
-  if (res == mscclppSuccess)
-    res = send_payload(t, (const char*)src->ptr + src_off, src->is_device ? src->d.cuda_dev : -1, size);
+  if (res == mscclppSuccess) res = send_payload(t, src, dev, size);
   if (res != mscclppSuccess)
     return MPP_ERR(res, "tcp write of %llu bytes to rank %d (offset %llu) failed: %s", (unsigned long long)size,
                    conn->peer, (unsigned long long)dst_off, why_now().text);
   return mscclppSuccess;
+}
+
+static mscclppResult_t tcp_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                 struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+  return send_write(conn, dst, dst_off, (const char*)src->ptr + src_off, src->is_device ? src->d.cuda_dev : -1, size);
+}
+
+static mscclppResult_t tcp_write_host(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                      const void* src, uint64_t size) {
+  return send_write(conn, dst, dst_off, src, -1, size);
 }
 
 static mscclppResult_t tcp_update(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
@@ -376,6 +410,53 @@ static mscclppResult_t tcp_flush(struct mscclppConnection* conn, int64_t timeout
   return wait_ack(conn, seq, deadline, timeout_ms);
 }
 
+/* Receives the DATA answering a READ of size bytes into dst (skipping late ACKs of flushes that
+ * timed out). A refused read is RemoteError naming the region; a lost or malformed stream breaks
+ * the connection. */
+static mscclppResult_t recv_data(struct mscclppConnection* conn, char* dst, uint64_t size, uint64_t deadline) {
+  struct tcp_conn* t = conn->priv;
+  struct tcp_hdr d;
+  do {
+    if (sock_recv_all(t->out_fd, &d, sizeof(d), deadline) != mscclppSuccess) {
+      t->broken = 1;
+      return MPP_ERR(mscclppRemoteError, "tcp read from rank %d: no answer (peer exited or stalled): %s", conn->peer,
+                     why_now().text);
+    }
+  } while (d.type == TCP_ACK);
+  if (d.type != TCP_DATA || (d.status == 0 && d.arg != size)) {
+    t->broken = 1;
+    return MPP_ERR(mscclppRemoteError, "tcp read from rank %d: malformed answer (type %u, %llu bytes)", conn->peer,
+                   d.type, (unsigned long long)d.arg);
+  }
+  if (d.status != 0)
+    return MPP_ERR(mscclppRemoteError, "tcp read from rank %d refused (region %llu, offset %llu): %s", conn->peer,
+                   (unsigned long long)d.region, (unsigned long long)d.offset,
+                   mscclppGetErrorString((mscclppResult_t)d.status));
+  for (uint64_t done = 0; done < size;) {
+    size_t n = (size_t)(size - done < TCP_CHUNK ? size - done : TCP_CHUNK);
+    if (sock_recv_all(t->out_fd, dst + done, n, time_deadline_ms(io_timeout_ms())) != mscclppSuccess) {
+      t->broken = 1;
+      return MPP_ERR(mscclppRemoteError, "tcp read from rank %d: connection lost mid-answer: %s", conn->peer,
+                     why_now().text);
+    }
+    done += n;
+  }
+  return mscclppSuccess;
+}
+
+static mscclppResult_t tcp_read_host(struct mscclppConnection* conn, void* dst, struct mscclppRegMem* src,
+                                     uint64_t src_off, uint64_t size) {
+  struct tcp_conn* t = conn->priv;
+  MPP_CHECK(tcp_status(conn));
+  if (size == 0) return mscclppSuccess;
+  uint64_t deadline = time_deadline_ms(io_timeout_ms());
+  struct tcp_hdr h = {.type = TCP_READ, .region = src->d.region_id, .offset = src_off, .arg = size};
+  mscclppResult_t res = send_part(t, &h, sizeof(h), deadline);
+  if (res != mscclppSuccess)
+    return MPP_ERR(res, "tcp read from rank %d: sending the request failed: %s", conn->peer, why_now().text);
+  return recv_data(conn, dst, size, deadline);
+}
+
 static mscclppResult_t tcp_export(struct mscclppRegMem* mem, const struct mem_info* info) {
   int device = mem_kind_is_device(info->kind) ? info->device : -1;
   MPP_CHECK(region_add(&mem->comm->tstate->regions, mem->ptr, mem->d.size, device, &mem->d.region_id));
@@ -403,6 +484,8 @@ const struct transport_ops tcp_transport = {
     .connect = tcp_connect,
     .write = tcp_write,
     .update_and_sync = tcp_update,
+    .write_host = tcp_write_host,
+    .read_host = tcp_read_host,
     .flush = tcp_flush,
     .status = tcp_status,
     .close = tcp_close,

@@ -38,6 +38,15 @@ struct transport_ops {
   /* Stores new_value as one 64-bit word at dst+dst_off after every earlier write of conn. */
   mscclppResult_t (*update_and_sync)(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
                                      uint64_t new_value);
+  /* Optional (NULL: the transport maps the peer's memory, where plain loads and stores do). Copies
+   * size bytes of this process's host memory src into dst+dst_off, ordered as write. */
+  mscclppResult_t (*write_host)(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+                                const void* src, uint64_t size);
+  /* Optional, as write_host. Copies size bytes at src+src_off of the peer's memory into host
+   * memory dst and returns once they are there; ordered after every earlier write and update of
+   * conn (a read sees what this rank wrote before it). */
+  mscclppResult_t (*read_host)(struct mscclppConnection* conn, void* dst, struct mscclppRegMem* src, uint64_t src_off,
+                               uint64_t size);
   /* Waits, at most timeout_ms, until every earlier write and update has landed at the peer. */
   mscclppResult_t (*flush)(struct mscclppConnection* conn, int64_t timeout_ms);
   /* RemoteError when the transport knows the peer is gone; NULL: nothing to ask. */
