@@ -40,14 +40,14 @@ struct opts {
   const char* file; /* the one being run */
   const char* files[MAX_FILES];
   int nfiles;
-  int n, gpu, iters, dtype, dot, ll8;
+  int n, gpu, iters, dtype, dot, ll8, hosts;
   char sizes[512];
   void* stream; /* GPU ranks: the calls' stream */
 };
 
 static int usage(void) {
   fprintf(stderr, "usage: mscclpp-plan validate FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T] [--cpu|--gpu] "
-                  "[--ll8] [--iters N] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
+                  "[--ll8] [--iters N] [--hosts H] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
   return 2;
 }
 
@@ -91,6 +91,7 @@ static int parse_run(int argc, char** argv, struct opts* o) {
     else if (!strcmp(a, "--cpu")) o->gpu = 0;
     else if (!strcmp(a, "--gpu")) o->gpu = 1;
     else if (!strcmp(a, "--ll8")) o->ll8 = 1;
+    else if (!strcmp(a, "--hosts") && v) o->hosts = atoi(v), i++;
     else if (!strcmp(a, "--dtype") && v) {
       o->dtype = -1;
       for (int d = 0; d < ALGO_DTYPE_COUNT; d++)
@@ -102,6 +103,7 @@ static int parse_run(int argc, char** argv, struct opts* o) {
   }
   if (!o->nfiles || o->iters < 1) return -1;
   if (o->ll8 && !o->gpu) return fprintf(stderr, "--ll8 is for GPU ranks (--gpu)\n"), -1;
+  if (o->hosts < 0 || (o->hosts && o->gpu)) return fprintf(stderr, "--hosts H (H >= 1) is for CPU ranks\n"), -1;
   o->file = o->files[0];
   return 0;
 }
@@ -303,6 +305,12 @@ static int worker(struct opts* o) {
   mscclppPlan_t plans[MAX_FILES] = {0};
   int rank = -1, n = 0, rc = 0;
   if (o->gpu && gpu_setup(o, &cfg)) return 1;
+  if (o->hosts > 0) { /* rank r acts as a rank of host r % H: ranks of different hosts meet over tcp */
+    char id[64];
+    const char* r = getenv("MSCCLPP_RANK");
+    snprintf(id, sizeof(id), "plan-host-%d", (r ? atoi(r) : 0) % o->hosts);
+    setenv("MSCCLPP_HOST_ID", id, 1);
+  }
   TRY(mscclppCommInitFromEnv(&comm, &cfg), "communicator");
   mscclppCommRank(comm, &rank), mscclppCommSize(comm, &n);
   for (int i = 0; i < o->nfiles && !rc; i++)

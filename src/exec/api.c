@@ -8,6 +8,7 @@
 #include "core/comm.h"
 #include "exec/cpu/cpu.h"
 #include "exec/gpu/gpu.h"
+#include "exec/supports.h"
 #include "util/err.h"
 
 mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
@@ -35,6 +36,9 @@ mscclppResult_t mscclppExecutePlanPacket(mscclppComm_t comm, mscclppPlan_t plan,
                    __func__, plan->file);
   MPP_CHECK_ARG(packet == mscclppPacketLL16 || packet == mscclppPacketLL8,
                 "%s: packet format %d; mscclppPacketLL16 (0) or mscclppPacketLL8 (1)", __func__, (int)packet);
+  if (comm->kind == mscclppRankGpu && !exec_supports_kind(comm))
+    return MPP_ERR(mscclppInvalidUsage, "%s: %s: the GPU executor reaches peers through cuda-ipc only and some rank "
+                   "of this communicator is on another host", __func__, plan->file);
   if (comm->kind == mscclppRankGpu)
     return exec_gpu_run(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, (int)datatype, stream,
                         packet == mscclppPacketLL8 ? EXEC_GPU_LL8 : EXEC_GPU_LL16);

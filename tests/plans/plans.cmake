@@ -39,6 +39,14 @@ foreach(line ${_good})
   list(GET f 2 sizes)
   get_filename_component(pname ${path} NAME_WE)
   plan_test(plan_${pname} ${path} -n ${nranks} --size ${sizes})
+  # The same plan with the ranks on two "hosts": peers of the other host over tcp.
+  plan_test(plan_tcp_${pname} ${path} -n ${nranks} --size ${sizes} --hosts 2)
+endforeach()
+# Three hosts: ranks of one host mapped, of the two others over tcp, in one call.
+foreach(pname allreduce_allpairs_ll_n8 allreduce_ring_pipeline_n4 allreduce_switch_glres_n4 allgather_get_n4
+        allgather_barrier_sem_tbg_n4 allreduce_max_port_n4)
+  string(REGEX REPLACE ".*_n([0-9]+)$" "\\1" n ${pname})
+  plan_test(plan_tcp3_${pname} ${_plans_out}/${pname}.json -n ${n} --size 4096,1000,200000 --hosts 3)
 endforeach()
 # Other datatypes (reductions in every accumulator family) and reduce_op max.
 plan_test(plan_dtype_bf16 ${_plans_out}/allreduce_allpairs_memory_n4.json -n 4 --size 4096,1000 --dtype bfloat16)
@@ -56,12 +64,22 @@ mpp_unit_test(plan_api ${_plans_src}/plan_api.c)
 plan_test(plan_multi ${_plans_out}/allreduce_allpairs_ll_n4.json ${_plans_out}/allgather_inplace_memory_n4.json
           ${_plans_out}/reducescatter_n4.json ${_plans_out}/allreduce_ring_pipeline_n4.json
           ${_plans_out}/allgather_switch_ll_n4.json -n 4 --size 1000,4096,200000)
+plan_test(plan_multi_tcp ${_plans_out}/allreduce_allpairs_ll_n4.json ${_plans_out}/allgather_inplace_memory_n4.json
+          ${_plans_out}/reducescatter_n4.json ${_plans_out}/allreduce_ring_pipeline_n4.json
+          ${_plans_out}/allgather_switch_ll_n4.json -n 4 --size 1000,4096,3000000 --hosts 2)
 # A plan that validates but deadlocks: every wait is bounded and the error names rank, block, op
 # and peer (the exit status is not checked, the message is).
 add_test(NAME plan_deadlock_bounded COMMAND mscclpp-plan run ${_plans_out}/deadlock_n2.json.hang -n 2 --cpu --iters 1)
 set_tests_properties(plan_deadlock_bounded PROPERTIES LABELS mp TIMEOUT 60 FIXTURES_REQUIRED plan_corpus
   ENVIRONMENT "MSCCLPP_EXEC_TIMEOUT_MS=300;MSCCLPP_LOG_LEVEL=none"
   PASS_REGULAR_EXPRESSION "rank 0 block 0 op 0 \\(wait\\): waited 300 ms for a signal on a memory channel from rank 1")
+# The same over tcp: the bound holds and names the peer, on another host (whichever rank's bound
+# ends first; the other then reports that its peer is gone).
+add_test(NAME plan_deadlock_bounded_tcp COMMAND mscclpp-plan run ${_plans_out}/deadlock_n2.json.hang -n 2 --cpu --iters 1
+         --hosts 2)
+set_tests_properties(plan_deadlock_bounded_tcp PROPERTIES LABELS mp TIMEOUT 60 FIXTURES_REQUIRED plan_corpus
+  ENVIRONMENT "MSCCLPP_EXEC_TIMEOUT_MS=300;MSCCLPP_LOG_LEVEL=none"
+  PASS_REGULAR_EXPRESSION "rank [01] block 0 op 0 \\(wait\\): waited 300 ms for a signal on a memory channel from rank [01]")
 # draw: the per-step listing with its from/to matrix, and the dot graph.
 add_test(NAME plan_draw COMMAND mscclpp-plan draw ${_plans_out}/allreduce_allpairs_memory_n4.json)
 set_tests_properties(plan_draw PROPERTIES LABELS unit FIXTURES_REQUIRED plan_corpus

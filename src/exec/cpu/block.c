@@ -3,6 +3,7 @@
  * and hands it to the op (ops_data.c, ops_sync.c). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "exec/cpu/block.h"
 
@@ -30,6 +31,8 @@ int blk_spin(struct blk* k, uint32_t* spins, uint64_t t0, const char* what, int 
     if (k->c->failed) return blk_fail(k, mscclppRemoteError, "stopped waiting for %s from %s: another block failed", what, who);
     if (comm_aborting(k->c->st->comm))
       return blk_fail(k, mscclppAborted, "stopped waiting for %s from %s: the communicator is being aborted", what, who);
+    if (peer >= 0 && peer != k->c->st->rank && exec_remote_alive(k->c->st, peer) != mscclppSuccess)
+      return blk_fail(k, mscclppRemoteError, "stopped waiting for %s from %s: %s", what, who, err_last());
     if ((int64_t)(mscclppNowNs() - t0) > k->c->st->timeout_ns)
       return blk_fail(k, mscclppTimeout, "waited %lld ms for %s from %s", (long long)(k->c->st->timeout_ns / 1000000),
                       what, who);
@@ -45,16 +48,88 @@ uint64_t blk_ref_off(const struct blk* k, const struct plan_ref* r, uint64_t* le
   return o0;
 }
 
-/* Base of rank owner's buffer btype in this call (scratch: this call's half). */
-char* blk_base(const struct blk* k, int owner, int btype) {
+int blk_owner(const struct blk* k, const struct plan_ref* r) {
+  return r->kind == PLAN_REF_LOCAL ? k->c->st->rank : r->rank;
+}
+
+int blk_mapped(const struct blk* k, int owner) { return k->c->st->peer_data[owner] != NULL; }
+
+/* Offset in rank owner's data region of offset off of its buffer btype in this call. */
+static uint64_t region_off(const struct blk* k, int owner, int btype, uint64_t off) {
   const struct exec_call* c = k->c;
-  char* b = c->st->peer_data[owner] + c->st->peer_off[owner * 3 + btype];
-  return btype == PLAN_BUF_SCR ? b + c->scr_half : b;
+  return c->st->peer_off[owner * 3 + btype] + (btype == PLAN_BUF_SCR ? c->scr_half : 0) + off;
+}
+
+char* blk_at(const struct blk* k, int owner, int btype, uint64_t off) {
+  char* base = k->c->st->peer_data[owner];
+  return base ? base + region_off(k, owner, btype, off) : NULL;
 }
 
 char* blk_ptr(const struct blk* k, const struct plan_ref* r, uint64_t s, int pkt) {
   uint64_t off = blk_ref_off(k, r, NULL) + s;
-  return blk_base(k, r->kind == PLAN_REF_LOCAL ? k->c->st->rank : r->rank, r->btype) + (pkt ? 2 * off : off);
+  return blk_at(k, blk_owner(k, r), r->btype, pkt ? 2 * off : off);
+}
+
+static const char* buf_name(int btype) {
+  return btype == PLAN_BUF_IN ? "input" : btype == PLAN_BUF_OUT ? "output" : "scratch";
+}
+
+char* blk_here(struct blk* k, const struct plan_ref* r, uint64_t s, int pkt) {
+  char* p = blk_ptr(k, r, s, pkt);
+  if (!p)
+    blk_fail(k, mscclppInvalidUsage, "%s rank %d's %s in place, but that rank is on another host (this op works on "
+             "mapped memory only)", pkt ? "reads packets of" : "uses", blk_owner(k, r), buf_name(r->btype));
+  return p;
+}
+
+int blk_write_at(struct blk* k, int owner, int btype, uint64_t off, const void* src, uint64_t n) {
+  char* p = blk_at(k, owner, btype, off);
+  if (p) {
+    memmove(p, src, n);
+    return 0;
+  }
+  if (exec_remote_write(k->c->st, owner, 0, region_off(k, owner, btype, off), src, n) != mscclppSuccess)
+    return blk_fail(k, mscclppRemoteError, "writing %llu bytes to rank %d: %s", (unsigned long long)n, owner, err_last());
+  return 0;
+}
+
+int blk_read_at(struct blk* k, int owner, int btype, uint64_t off, void* dst, uint64_t n) {
+  const char* p = blk_at(k, owner, btype, off);
+  if (p) {
+    memmove(dst, p, n);
+    return 0;
+  }
+  if (exec_remote_read(k->c->st, owner, region_off(k, owner, btype, off), dst, n) != mscclppSuccess)
+    return blk_fail(k, mscclppRemoteError, "reading %llu bytes of rank %d: %s", (unsigned long long)n, owner, err_last());
+  return 0;
+}
+
+int blk_write(struct blk* k, const struct plan_ref* r, uint64_t s, int pkt, const void* src, uint64_t n) {
+  uint64_t off = blk_ref_off(k, r, NULL) + s;
+  return blk_write_at(k, blk_owner(k, r), r->btype, pkt ? 2 * off : off, src, n);
+}
+
+const char* blk_source(struct blk* k, const struct plan_ref* r, uint64_t s, uint64_t n, char* buf) {
+  const char* p = blk_ptr(k, r, s, 0);
+  if (p) return p;
+  return blk_read_at(k, blk_owner(k, r), r->btype, blk_ref_off(k, r, NULL) + s, buf, n) ? NULL : buf;
+}
+
+char* blk_rtile(const struct blk* k, uint32_t i) { return k->c->ps->rtemp[k->b] + (size_t)i * EXEC_RTILE; }
+
+int blk_op_remote(const struct blk* k, const struct plan_op* op) {
+  if (!k->c->st->rem) return 0;
+  const struct plan_ref* r = &k->bl->refs[op->first_ref];
+  for (uint32_t i = 0; i < (uint32_t)op->nsrc + op->ndst; i++) {
+    if (r[i].kind != PLAN_REF_SWITCH) {
+      if (!blk_mapped(k, blk_owner(k, &r[i]))) return 1;
+      continue;
+    }
+    const struct plan_switch* sw = &k->c->pr->sw[r[i].sw];
+    for (int g = 0; g < sw->nranks; g++)
+      if (!blk_mapped(k, sw->ranks[g])) return 1;
+  }
+  return 0;
 }
 
 /* The window [*s, *s + *n) of an op of length len: pipeline iteration it (unit u, 0 = none), then

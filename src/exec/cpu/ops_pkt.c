@@ -6,8 +6,26 @@
 #include "algo/reduce.h"
 #include "exec/cpu/block.h"
 
-void exec_put_pkts(struct blk* k, char* dst, const char* src, uint64_t n) {
-  mscclppPutPacketsLL16((mscclppLL16Packet*)dst, src, n, k->c->flag, 0, 1);
+int exec_put_pkts(struct blk* k, int owner, int btype, uint64_t pkt_off, const char* src, uint64_t n) {
+  char* dst = blk_at(k, owner, btype, pkt_off);
+  if (dst) {
+    mscclppPutPacketsLL16((mscclppLL16Packet*)dst, src, n, k->c->flag, 0, 1);
+    return 0;
+  }
+  /* Another host: the packets are made in two tiles here, then written (whole 8-byte words land
+   * whole there, so a reader never sees a flag before its data). */
+  char* pk = blk_rtile(k, k->c->ps->maxrefs + 1);
+  for (uint64_t t = 0; t < n; t += EXEC_RTILE) {
+    uint64_t m = n - t < EXEC_RTILE ? n - t : EXEC_RTILE;
+    mscclppPutPacketsLL16((mscclppLL16Packet*)pk, src + t, m, k->c->flag, 0, 1);
+    if (blk_write_at(k, owner, btype, pkt_off + 2 * t, pk, 2 * ((m + 7) / 8 * 8))) return -1;
+  }
+  return 0;
+}
+
+/* Packets of n bytes at src to ref's range + s. */
+static int put_pkts_ref(struct blk* k, const struct plan_ref* r, uint64_t s, const char* src, uint64_t n) {
+  return exec_put_pkts(k, blk_owner(k, r), r->btype, 2 * (blk_ref_off(k, r, NULL) + s), src, n);
 }
 
 int exec_get_pkts(struct blk* k, char* dst, const char* pkts, uint64_t n, int peer) {
@@ -31,15 +49,17 @@ static const void** ptrs(struct blk* k) { return (const void**)(k->temp + (size_
 static int reduce_pkts_tile(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t m) {
   const struct plan_ref* r = &k->bl->refs[op->first_ref];
   const void** srcs = ptrs(k);
-  srcs[0] = blk_ptr(k, &r[0], s, 0);
+  char* dst = blk_here(k, &r[op->nsrc], s, 0);
+  if (!(srcs[0] = blk_here(k, &r[0], s, 0)) || !dst) return -1;
   for (uint16_t i = 1; i < op->nsrc; i++) {
     char* t = k->temp + (size_t)EXEC_TILE * i;
-    if (exec_get_pkts(k, t, blk_ptr(k, &r[i], s, 1), m, -1)) return -1;
+    const char* pk = blk_here(k, &r[i], s, 1);
+    if (!pk || exec_get_pkts(k, t, pk, m, -1)) return -1;
     srcs[i] = t;
   }
-  char* dst = blk_ptr(k, &r[op->nsrc], s, 0);
   algo_reduce(dst, srcs, op->nsrc, m / k->c->esize, k->c->dtype, (enum algo_op)op->redop, 1, NULL);
-  for (uint16_t d = 1; d < op->ndst; d++) exec_put_pkts(k, blk_ptr(k, &r[op->nsrc + d], s, 1), dst, m);
+  for (uint16_t d = 1; d < op->ndst; d++)
+    if (put_pkts_ref(k, &r[op->nsrc + d], s, dst, m)) return -1;
   return 0;
 }
 
@@ -47,16 +67,24 @@ int exec_pkt_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n)
   const struct plan_ref* r = &k->bl->refs[op->first_ref];
   switch (op->code) {
     case PLAN_OP_CPKT:
-    case PLAN_OP_PPKT:
-      for (uint16_t d = 0; d < op->ndst; d++) exec_put_pkts(k, blk_ptr(k, &r[1 + d], s, 1), blk_ptr(k, &r[0], s, 0), n);
+    case PLAN_OP_PPKT: {
+      const char* src = blk_here(k, &r[0], s, 0);
+      if (!src) return -1;
+      for (uint16_t d = 0; d < op->ndst; d++)
+        if (put_pkts_ref(k, &r[1 + d], s, src, n)) return -1;
       return 0;
-    case PLAN_OP_UPKT:
-      return exec_get_pkts(k, blk_ptr(k, &r[1], s, 0), blk_ptr(k, &r[0], s, 1), n, -1);
+    }
+    case PLAN_OP_UPKT: {
+      char *dst = blk_here(k, &r[1], s, 0), *pk = blk_here(k, &r[0], s, 1);
+      return dst && pk ? exec_get_pkts(k, dst, pk, n, -1) : -1;
+    }
     case PLAN_OP_RPPKT:
       for (uint64_t t = 0; t < n; t += EXEC_TILE) {
         uint64_t m = n - t < EXEC_TILE ? n - t : EXEC_TILE;
-        if (exec_get_pkts(k, k->temp, blk_ptr(k, &r[0], s + t, 1), m, -1)) return -1;
-        for (uint16_t d = 0; d < op->ndst; d++) exec_put_pkts(k, blk_ptr(k, &r[1 + d], s + t, 1), k->temp, m);
+        const char* pk = blk_here(k, &r[0], s + t, 1);
+        if (!pk || exec_get_pkts(k, k->temp, pk, m, -1)) return -1;
+        for (uint16_t d = 0; d < op->ndst; d++)
+          if (put_pkts_ref(k, &r[1 + d], s + t, k->temp, m)) return -1;
       }
       return 0;
     default: /* repkt, respkt, recpkt, recspkt */
@@ -69,44 +97,65 @@ int exec_pkt_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n)
   }
 }
 
-/* Address of the switch ref's range + s in group member g's buffer. */
-static char* sw_ptr(struct blk* k, const struct plan_ref* r, int g, uint64_t s, int pkt) {
-  const struct plan_switch* sw = &k->c->pr->sw[r->sw];
+/* Offset (data-equivalent, pkt: of packets) of the switch ref's range + s in a member's buffer. */
+static uint64_t sw_off(const struct blk* k, const struct plan_ref* r, uint64_t s, int pkt) {
   uint64_t off = blk_ref_off(k, r, NULL) + s;
-  return blk_base(k, sw->ranks[g], r->btype) + (pkt ? 2 * off : off);
+  return pkt ? 2 * off : off;
+}
+
+static const struct plan_switch* sw_of(const struct blk* k, const struct plan_ref* r) { return &k->c->pr->sw[r->sw]; }
+
+/* gstore / gstorepkt: the source to every member of every destination group. */
+static int switch_store(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+  const struct plan_ref* r = &k->bl->refs[op->first_ref];
+  const char* src = blk_here(k, &r[0], s, 0);
+  if (!src) return -1;
+  int pkt = op->code == PLAN_OP_GSTOREPKT;
+  for (uint16_t d = 0; d < op->ndst; d++) {
+    const struct plan_switch* sw = sw_of(k, &r[1 + d]);
+    for (int g = 0; g < sw->nranks; g++) {
+      int rc = pkt ? exec_put_pkts(k, sw->ranks[g], r[1 + d].btype, sw_off(k, &r[1 + d], s, 1), src, n)
+                   : blk_write_at(k, sw->ranks[g], r[1 + d].btype, sw_off(k, &r[1 + d], s, 0), src, n);
+      if (rc) return -1;
+    }
+  }
+  return 0;
+}
+
+/* glre / glres over one tile [s, s+m): the group's members reduced (members on another host read
+ * into remote tiles), then stored to the local destination or to every member of each group. */
+static int switch_reduce_tile(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t m, int remote) {
+  const struct plan_ref* r = &k->bl->refs[op->first_ref];
+  const struct plan_switch* sw = sw_of(k, &r[0]);
+  const void** srcs = ptrs(k);
+  for (int g = 0; g < sw->nranks; g++) {
+    const char* p = blk_at(k, sw->ranks[g], r[0].btype, sw_off(k, &r[0], s, 0));
+    if (!p && blk_read_at(k, sw->ranks[g], r[0].btype, sw_off(k, &r[0], s, 0), blk_rtile(k, (uint32_t)g), m)) return -1;
+    srcs[g] = p ? p : blk_rtile(k, (uint32_t)g);
+  }
+  char* res = remote ? blk_rtile(k, k->c->ps->maxrefs) : k->temp;
+  algo_reduce(res, srcs, sw->nranks, m / k->c->esize, k->c->dtype, (enum algo_op)op->redop, 1, NULL);
+  for (uint16_t d = 0; d < op->ndst; d++) {
+    const struct plan_ref* dr = &r[op->nsrc + d];
+    if (op->code == PLAN_OP_GLRE) {
+      if (blk_write(k, dr, s, 0, res, m)) return -1;
+      continue;
+    }
+    const struct plan_switch* dsw = sw_of(k, dr);
+    for (int g = 0; g < dsw->nranks; g++)
+      if (blk_write_at(k, dsw->ranks[g], dr->btype, sw_off(k, dr, s, 0), res, m)) return -1;
+  }
+  return 0;
 }
 
 int exec_switch_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
-  const struct plan_ref* r = &k->bl->refs[op->first_ref];
-  if (op->code == PLAN_OP_GSTORE || op->code == PLAN_OP_GSTOREPKT) {
-    const char* src = blk_ptr(k, &r[0], s, 0);
-    for (uint16_t d = 0; d < op->ndst; d++) {
-      const struct plan_switch* sw = &k->c->pr->sw[r[1 + d].sw];
-      for (int g = 0; g < sw->nranks; g++) {
-        if (op->code == PLAN_OP_GSTORE) memmove(sw_ptr(k, &r[1 + d], g, 0, 0) + s, src, n);
-        else exec_put_pkts(k, sw_ptr(k, &r[1 + d], g, s, 1), src, n);
-      }
-    }
-    return 0;
-  }
+  if (op->code == PLAN_OP_GSTORE || op->code == PLAN_OP_GSTOREPKT) return switch_store(k, op, s, n);
   if (n % k->c->esize)
     return blk_fail(k, mscclppInvalidUsage, "reduces %llu bytes, not a whole number of %zu-byte elements",
                     (unsigned long long)n, k->c->esize);
-  const struct plan_switch* sw = &k->c->pr->sw[r[0].sw];
-  const void** srcs = ptrs(k);
-  for (uint64_t t = 0; t < n; t += EXEC_TILE) { /* load-reduce a tile from the group, then store */
-    uint64_t m = n - t < EXEC_TILE ? n - t : EXEC_TILE;
-    for (int g = 0; g < sw->nranks; g++) srcs[g] = sw_ptr(k, &r[0], g, s + t, 0);
-    algo_reduce(k->temp, srcs, sw->nranks, m / k->c->esize, k->c->dtype, (enum algo_op)op->redop, 1, NULL);
-    for (uint16_t d = 0; d < op->ndst; d++) {
-      const struct plan_ref* dr = &r[op->nsrc + d];
-      if (op->code == PLAN_OP_GLRE) {
-        memcpy(blk_ptr(k, dr, s + t, 0), k->temp, m);
-        continue;
-      }
-      const struct plan_switch* dsw = &k->c->pr->sw[dr->sw];
-      for (int g = 0; g < dsw->nranks; g++) memcpy(sw_ptr(k, dr, g, s + t, 0), k->temp, m);
-    }
-  }
+  int remote = blk_op_remote(k, op);
+  uint64_t tile = remote ? EXEC_RTILE : EXEC_TILE; /* a round trip per tile and member over tcp */
+  for (uint64_t t = 0; t < n; t += tile)
+    if (switch_reduce_tile(k, op, s + t, n - t < tile ? n - t : tile, remote)) return -1;
   return 0;
 }

@@ -6,10 +6,26 @@ int exec_signal(struct blk* k, const struct plan_op* op, int relaxed) {
   struct exec_cpu* st = k->c->st;
   for (uint16_t i = 0; i < op->nchan; i++) {
     const struct plan_chanref* ch = &k->bl->chans[op->first_chan + i];
+    if (!st->peer_sync[ch->peer]) { /* another host: lands after this rank's earlier writes to it */
+      if (exec_remote_signal(st, ch->peer, op->chan_type, ch->ord) != mscclppSuccess)
+        return blk_fail(k, mscclppRemoteError, "signalling rank %d: %s", ch->peer, err_last());
+      continue;
+    }
     uint64_t* ctr = exec_sem_counter(st, ch->peer, op->chan_type, st->rank, ch->ord);
     /* release: the data this block wrote before is visible to the peer once its wait sees this */
     if (relaxed) mscclppAddRelaxed64(ctr, 1);
     else mscclppAddRelease64(ctr, 1);
+  }
+  return 0;
+}
+
+int exec_flush(struct blk* k, const struct plan_op* op) {
+  struct exec_cpu* st = k->c->st;
+  mscclppFenceSys(); /* stores into mapped memory are complete when issued; order them */
+  for (uint16_t i = 0; i < op->nchan; i++) {
+    int peer = k->bl->chans[op->first_chan + i].peer;
+    if (!st->peer_sync[peer] && exec_remote_flush(st, peer) != mscclppSuccess)
+      return blk_fail(k, mscclppRemoteError, "flushing the writes to rank %d: %s", peer, err_last());
   }
   return 0;
 }

@@ -44,7 +44,7 @@ static mscclppResult_t prepare(struct exec_call* c, struct mscclppPlan* plan, ui
   c->errs = c->ps->errs, c->rcs = c->ps->rcs;
   memset(c->rcs, 0, sizeof(int) * (size_t)c->pr->nblocks);
   for (int i = 0; i < c->pr->nsems; i++) c->ps->sems[i] = c->pr->sem_init[i];
-  ((struct exec_sync_hdr*)st->sync)->scr_off = scr_off;
+  exec_slot(st->sync, st->rank)->scr_off = scr_off;
   return mscclppSuccess;
 }
 
@@ -56,22 +56,22 @@ mscclppResult_t exec_cpu_run(struct mscclppComm* comm, struct mscclppPlan* plan,
   if (!c.esize) return MPP_ERR(mscclppInvalidArgument, "executor: unknown datatype %d", dtype);
   c.pr = &plan->ranks[st->rank < plan->nranks ? st->rank : 0];
   MPP_CHECK(prepare(&c, plan, sb, rb));
-  struct exec_sync_hdr* h = (struct exec_sync_hdr*)st->sync;
+  struct exec_sync_slot* h = exec_slot(st->sync, st->rank);
   mirror_offsets(send, recv, sb, rb, &h->in_off, &h->out_off);
   copy_in(st, send, recv, sb, rb, h->in_off, h->out_off);
   st->launches++;
   c.flag = (uint32_t)st->launches ? (uint32_t)st->launches : 1;
   c.scr_half = plan->double_scratch ? (st->launches & 1) * c.layout.scr_stride : 0;
-  MPP_CHECK(exec_rank_barrier(st)); /* every mirror is filled and every offset published */
+  MPP_CHECK(exec_rank_barrier(st, 1)); /* every mirror is filled and every offset published */
   for (int r = 0; r < st->nranks; r++) {
-    const struct exec_sync_hdr* ph = (const struct exec_sync_hdr*)st->peer_sync[r];
+    const struct exec_sync_slot* ph = exec_slot(st->sync, r); /* rank r's offsets, as it published them here */
     st->peer_off[r * 3 + PLAN_BUF_IN] = ph->in_off;
     st->peer_off[r * 3 + PLAN_BUF_OUT] = ph->out_off;
     st->peer_off[r * 3 + PLAN_BUF_SCR] = ph->scr_off;
   }
   MPP_CHECK(exec_pool_run(&st->pool, c.pr->nblocks, exec_block, &c));
   MPP_CHECK(collect(&c));
-  MPP_CHECK(exec_rank_barrier(st)); /* every peer's writes into our output mirror are done */
+  MPP_CHECK(exec_rank_barrier(st, 0)); /* every peer's writes into our output mirror are done */
   if (rb) memcpy(recv, st->data + h->out_off, rb);
   return mscclppSuccess;
 }
