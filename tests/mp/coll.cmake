@@ -6,12 +6,16 @@ function(coll_test name nranks scratch)
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "MSCCLPP_ALGO_CPU_SCRATCH=${scratch}")
 endfunction()
 
-# The whole datatype x operator matrix, in and out of place, on 1 to 4 ranks (2 ranks: a pair of
-# "hosts" over tcp too).
+# The whole collective x datatype x operator matrix, in and out of place, on 1 to 8 ranks (2 ranks:
+# a pair of "hosts" over tcp too). On 5 to 8 ranks the counts are odd and divide by no world size
+# (13 and 999 elements are no multiple of 16 bytes for any datatype); 999 loops through the scratch.
 coll_test(coll_matrix_n1 1 4096 -n 1,1000)
 coll_test(coll_matrix_n2 2 4096 -n 0,1,7,129,1000)
 coll_test(coll_matrix_n3 3 4096 -n 1,7,1000)
 coll_test(coll_matrix_n4 4 8192 -n 1,5,1000)
+foreach(n 5 6 7 8)
+  coll_test(coll_matrix_n${n} ${n} 8192 -n 1,13,999)
+endforeach()
 coll_test(coll_matrix_tcp_n2 2 4096 -H 2 -n 1,333)
 # Spot checks on other world sizes, a default-sized scratch (a message over 16 MiB) and tcp.
 coll_test(coll_spot_n3 3 4096 -d int8,half,float,bfloat16,f8e5m2 -o sum,avg,premulsum,max -n 1,13,999)
