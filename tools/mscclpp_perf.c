@@ -2,7 +2,7 @@
  * per rank (mscclpp-run -n N, torchrun, mpirun; mscclppCommInitFromEnv).
  *
  *   mscclpp-perf COLLECTIVE [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEPBYTES] [-n ITERS]
- *                [-w WARMUP] [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] [-G GRAPHS] [-s SIZE,...]
+ *                [-w WARMUP] [-c 0|1] [-d DTYPE|all] [-o OP|all] [-r ROOT] [-G GRAPHS] [-s SIZE,...]
  *                [--json FILE] [--cpu | --gpu] [--nccl]
  *
  * COLLECTIVE: allreduce allgather reducescatter broadcast reduce alltoall sendrecv (sendrecv: every
@@ -13,6 +13,9 @@
  * alltoall), 1 (broadcast, reduce, sendrecv). The check (-c 1) runs each size once more on fresh
  * inputs, the way the timing ran (captured and replayed under -G), (src/algo/verify.h: exact in every order and datatype, 2 ulp for avg and premulsum) and
  * counts wrong elements over all ranks; any wrong element makes the exit status 1.
+ * -d all / -o all run every datatype / every operator (as nccl-tests: datatypes outer, operators
+ * inner, the sizes for each pair; collectives without an operator run once per datatype); "mulsum"
+ * (nccl-tests' name) is taken for premulsum, which the rows still print.
  *
  * GPU ranks: buffers from cudaMalloc, calls on a non-blocking stream; -G N captures the -n calls
  * of a size in a CUDA graph and replays it N times (eager launches otherwise). --nccl runs NCCL
@@ -40,7 +43,9 @@ struct opts {
   int coll;
   size_t minb, maxb, stepb;
   double factor;
-  int iters, warmup, check, dtype, op, root, graphs, kind, nccl;
+  int iters, warmup, check, root, graphs, kind, nccl;
+  int dtype, op;        /* the pair being run */
+  unsigned dtypes, ops; /* -d, -o: bit masks of the datatypes and operators to run */
   const char* json;
   size_t sizes[64]; /* -s: an explicit list instead of -b/-e/-f */
   int nsizes;
@@ -51,11 +56,11 @@ struct opts {
 static void usage(void) {
   fprintf(stderr,
           "usage: mscclpp-perf COLLECTIVE [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEPBYTES] [-n ITERS] [-w WARMUP]\n"
-          "                    [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] [-G GRAPHS] [-s SIZE,SIZE,...] [--json FILE]\n"
-          "                    [--cpu|--gpu] [--nccl]\n"
+          "                    [-c 0|1] [-d DTYPE|all] [-o OP|all] [-r ROOT] [-G GRAPHS] [-s SIZE,SIZE,...]\n"
+          "                    [--json FILE] [--cpu|--gpu] [--nccl]\n"
           "  COLLECTIVE  allreduce allgather reducescatter broadcast reduce alltoall sendrecv\n"
           "  DTYPE       int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2\n"
-          "  OP          sum prod max min avg premulsum\n"
+          "  OP          sum prod max min avg premulsum (mulsum: the same)\n"
           "  sizes take K, M, G (powers of 1024); defaults -b 8 -e 32M -f 2 -n 20 -w 5 -c 1 -d float -o sum -r 0\n");
   exit(2);
 }
@@ -98,9 +103,19 @@ static int lookup(const char* s, int n, const char* (*name)(int), const char* wh
 static const char* coll_name(int i) { return algo_coll_name((enum algo_coll)i); }
 static const char* op_name(int i) { return algo_op_name((enum algo_op)i); }
 
+/* -d/-o's argument as a bit mask over n names: "all" is every bit, otherwise one name's bit. */
+static unsigned lookup_mask(const char* s, int n, const char* (*name)(int), const char* what) {
+  return strcmp(s, "all") == 0 ? (1u << n) - 1 : 1u << lookup(s, n, name, what);
+}
+
+/* The operators -o takes: our names, "all", and nccl-tests' "mulsum" for premulsum. */
+static unsigned parse_ops(const char* s) {
+  return strcmp(s, "mulsum") == 0 ? 1u << ALGO_OP_PREMUL : lookup_mask(s, ALGO_OP_COUNT, op_name, "op");
+}
+
 static void parse(int argc, char** argv, struct opts* o) {
-  *o = (struct opts){.minb = 8, .maxb = 32u << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1, .dtype = 7,
-                     .kind = mscclppRankAuto};
+  *o = (struct opts){.minb = 8, .maxb = 32u << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
+                     .dtypes = 1u << 7 /* float */, .ops = 1u << ALGO_OP_SUM, .kind = mscclppRankAuto};
   static const struct option longs[] = {{"json", required_argument, 0, 'J'}, {"cpu", no_argument, 0, 'C'},
                                         {"gpu", no_argument, 0, 'U'},        {"nccl", no_argument, 0, 'N'},
                                         {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
@@ -113,8 +128,8 @@ static void parse(int argc, char** argv, struct opts* o) {
       case 'n': o->iters = atoi(optarg); break;
       case 'w': o->warmup = atoi(optarg); break;
       case 'c': o->check = atoi(optarg); break;
-      case 'd': o->dtype = lookup(optarg, ALGO_DTYPE_COUNT, algo_dtype_name, "datatype"); break;
-      case 'o': o->op = lookup(optarg, ALGO_OP_COUNT, op_name, "op"); break;
+      case 'd': o->dtypes = lookup_mask(optarg, ALGO_DTYPE_COUNT, algo_dtype_name, "datatype"); break;
+      case 'o': o->ops = parse_ops(optarg); break;
       case 'r': o->root = atoi(optarg); break;
       case 's': parse_sizes(optarg, o); break;
       case 'G': o->graphs = atoi(optarg); break;
@@ -579,10 +594,21 @@ static struct result measure(struct bench* b, int impl, const struct shape* s, i
 
 /* ---- output ------------------------------------------------------------------------------------- */
 
+/* What a -d/-o mask selects, for the header and the json: the one name, or "all". */
+static const char* mask_name(unsigned mask, int n, const char* (*name)(int)) {
+  for (int i = 0; i < n; i++)
+    if (mask == 1u << i) return name(i);
+  return "all";
+}
+static const char* dtypes_name(const struct opts* o) { return mask_name(o->dtypes, ALGO_DTYPE_COUNT, algo_dtype_name); }
+static const char* ops_name(const struct opts* o) {
+  return is_reduction(o->coll) ? mask_name(o->ops, ALGO_OP_COUNT, op_name) : "none";
+}
+
 static void print_header(struct bench* b) {
   const struct opts* o = &b->o;
   printf("# mscclpp-perf %s: %d %s ranks, datatype %s, op %s, root %d\n", coll_name(o->coll), b->n, b->gpu ? "GPU" : "CPU",
-         algo_dtype_name(o->dtype), is_reduction(o->coll) ? op_name(o->op) : "none", is_rooted(o->coll) ? o->root : -1);
+         dtypes_name(o), ops_name(o), is_rooted(o->coll) ? o->root : -1);
   printf("# sizes %zu..%zu bytes, %s %g, iters %d, warmup %d, check %s\n", o->minb, o->maxb, o->stepb ? "step" : "factor",
          o->stepb ? (double)o->stepb : o->factor, o->iters, o->warmup, o->check ? "on" : "off");
   if (o->graphs > 0 && !b->gpu) printf("# -G %d: CUDA graphs are for GPU ranks; ignored on CPU ranks\n", o->graphs);
@@ -635,8 +661,9 @@ static void report_row(struct bench* b, int impl, const struct shape* s, const s
          b->o.nccl && b->gpu ? (mine ? "  mscclpp" : "  nccl") : "");
   fflush(stdout);
   if (b->json == NULL) return;
-  fprintf(b->json, "%s\n    {\"impl\": \"%s\", \"bytes\": %zu, \"count\": %zu, ", b->json_rows++ ? "," : "",
-          mine ? "mscclpp" : "nccl", s->bytes, s->bytes / b->es);
+  fprintf(b->json, "%s\n    {\"impl\": \"%s\", \"datatype\": \"%s\", \"op\": \"%s\", \"bytes\": %zu, \"count\": %zu, ",
+          b->json_rows++ ? "," : "", mine ? "mscclpp" : "nccl", algo_dtype_name(b->o.dtype),
+          is_reduction(b->o.coll) ? op_name(b->o.op) : "none", s->bytes, s->bytes / b->es);
   json_result(b->json, "out_of_place", b, s, oop);
   fprintf(b->json, ", ");
   json_result(b->json, "in_place", b, s, ip);
@@ -663,8 +690,8 @@ static void json_open(struct bench* b) {
   fprintf(b->json, "{\"tool\": \"mscclpp-perf\", \"collective\": \"%s\", \"nranks\": %d, \"rank_kind\": \"%s\", ",
           coll_name(b->o.coll), b->n, b->gpu ? "gpu" : "cpu");
   fprintf(b->json, "\"datatype\": \"%s\", \"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d, \"graphs\": %d, ",
-          algo_dtype_name(b->o.dtype), is_reduction(b->o.coll) ? op_name(b->o.op) : "none",
-          is_rooted(b->o.coll) ? b->o.root : -1, b->o.iters, b->o.warmup, b->gpu ? b->o.graphs : 0);
+          dtypes_name(&b->o), ops_name(&b->o), is_rooted(b->o.coll) ? b->o.root : -1, b->o.iters, b->o.warmup,
+          b->gpu ? b->o.graphs : 0);
   fprintf(b->json, "\"check\": %s, \"rows\": [", b->o.check ? "true" : "false");
 }
 
@@ -695,10 +722,14 @@ static void setup(struct bench* b) {
   mscclppRankKind_t kind;
   MPP_OK(b, mscclppCommRankKind(b->comm, b->rank, &kind));
   b->gpu = kind == mscclppRankGpu;
-  b->es = mscclppDataTypeSize((mscclppDataType_t)b->o.dtype);
   if (is_rooted(b->o.coll) && (b->o.root < 0 || b->o.root >= b->n)) die(b, "-r", "root is not a rank");
-  struct shape big = shape_of(b->o.coll, b->o.maxb, b->es, b->n);
-  b->cap = (big.in > big.out ? big.in : big.out) * b->es + 64;
+  for (int t = 0; t < ALGO_DTYPE_COUNT; t++) { /* room for the largest size in every datatype run */
+    if (!(b->o.dtypes >> t & 1)) continue;
+    size_t es = mscclppDataTypeSize((mscclppDataType_t)t);
+    struct shape big = shape_of(b->o.coll, b->o.maxb, es, b->n);
+    size_t cap = (big.in > big.out ? big.in : big.out) * es + 64;
+    b->cap = cap > b->cap ? cap : b->cap;
+  }
   b->send = buf_alloc(b, b->cap);
   b->recv = buf_alloc(b, b->cap);
   b->hin = malloc(b->cap);
@@ -726,6 +757,34 @@ static void teardown(struct bench* b) {
   MPP_OK(b, mscclppCommDestroy(b->comm));
 }
 
+/* Every size for the current datatype and operator (b->o.dtype, b->o.op): one row per size and
+ * implementation, wrong elements added to b->wrong_total. */
+static void run_sizes(struct bench* b, uint64_t* seed) {
+  int list_i = 0;
+  for (size_t size = b->o.nsizes ? b->o.sizes[0] : b->o.minb; b->o.nsizes ? list_i < b->o.nsizes : size <= b->o.maxb;) {
+    struct shape s = shape_of(b->o.coll, size, b->es, b->n);
+    struct result got[2][2] = {{{0}}};
+    for (int impl = IMPL_MSCCLPP; impl <= (b->o.nccl && b->gpu ? IMPL_NCCL : IMPL_MSCCLPP); impl++) {
+      if (impl == IMPL_MSCCLPP && b->mscclpp_broken) continue;
+      struct result oop = measure(b, impl, &s, 0, (*seed)++), ip = {0};
+      if (b->o.coll != ALGO_COLL_SENDRECV) ip = measure(b, impl, &s, 1, (*seed)++);
+      got[impl][0] = oop, got[impl][1] = ip;
+      if (oop.valid || ip.valid) report_row(b, impl, &s, &oop, &ip);
+      if (impl == IMPL_NCCL) report_ratio(b, &s, got);
+      for (int k = 0; k < 2; k++) { /* every rank knows the sums over ranks */
+        const struct result* r = k ? &ip : &oop;
+        if (r->valid && r->wrong != (size_t)-1) b->wrong_total += r->wrong;
+      }
+    }
+    if (b->o.nsizes) {
+      if (++list_i < b->o.nsizes) size = b->o.sizes[list_i];
+      continue;
+    }
+    size_t next = b->o.stepb ? size + b->o.stepb : (size_t)((double)size * b->o.factor);
+    size = next > size ? next : size + 1;
+  }
+}
+
 int main(int argc, char** argv) {
   struct bench b = {.rank = -1};
   parse(argc, argv, &b.o);
@@ -733,28 +792,14 @@ int main(int argc, char** argv) {
   if (b.rank == 0) print_header(&b);
   json_open(&b);
   uint64_t seed = 1;
-  int list_i = 0;
-  for (size_t size = b.o.nsizes ? b.o.sizes[0] : b.o.minb; b.o.nsizes ? list_i < b.o.nsizes : size <= b.o.maxb;) {
-    struct shape s = shape_of(b.o.coll, size, b.es, b.n);
-    struct result got[2][2] = {{{0}}};
-    for (int impl = IMPL_MSCCLPP; impl <= (b.o.nccl && b.gpu ? IMPL_NCCL : IMPL_MSCCLPP); impl++) {
-      if (impl == IMPL_MSCCLPP && b.mscclpp_broken) continue;
-      struct result oop = measure(&b, impl, &s, 0, seed++), ip = {0};
-      if (b.o.coll != ALGO_COLL_SENDRECV) ip = measure(&b, impl, &s, 1, seed++);
-      got[impl][0] = oop, got[impl][1] = ip;
-      if (oop.valid || ip.valid) report_row(&b, impl, &s, &oop, &ip);
-      if (impl == IMPL_NCCL) report_ratio(&b, &s, got);
-      for (int k = 0; k < 2; k++) { /* every rank knows the sums over ranks */
-        const struct result* r = k ? &ip : &oop;
-        if (r->valid && r->wrong != (size_t)-1) b.wrong_total += r->wrong;
-      }
+  for (int t = 0; t < ALGO_DTYPE_COUNT; t++) { /* nccl-tests' order: datatypes, then operators */
+    if (!(b.o.dtypes >> t & 1)) continue;
+    for (int op = 0; op < ALGO_OP_COUNT; op++) {
+      if (!(b.o.ops >> op & 1)) continue;
+      b.o.dtype = t, b.o.op = op, b.es = mscclppDataTypeSize((mscclppDataType_t)t);
+      run_sizes(&b, &seed);
+      if (!is_reduction(b.o.coll)) break; /* no operator: once per datatype */
     }
-    if (b.o.nsizes) {
-      if (++list_i < b.o.nsizes) size = b.o.sizes[list_i];
-      continue;
-    }
-    size_t next = b.o.stepb ? size + b.o.stepb : (size_t)((double)size * b.o.factor);
-    size = next > size ? next : size + 1;
   }
   print_footer(&b);
   teardown(&b);
