@@ -1,10 +1,13 @@
 /* mscclpp-perf on CPU ranks, end to end: every collective runs under mscclpp-run with checks on; the
  * output must have the header, one data row per size with 13 columns whose #wrong fields are 0 (or
- * N/A where there is no in-place variant), positive times, the "Out of bounds values : 0 OK" footer
- * and the average bus bandwidth; the --json file must say ok; the exit status must be 0. Bad command
- * lines must exit 2.
+ * N/A where there is no in-place variant), positive times, algbw = size / time and busbw = algbw
+ * times nccl-tests' factor for the collective (to the printed precision), the "Out of bounds values
+ * : 0 OK" footer and the average bus bandwidth; the --json file must say ok; the exit status must be
+ * 0. -d all / -o all must give a row per size for every datatype and operator; -o mulsum must run
+ * premulsum. Bad command lines must exit 2.
  *
  *   coll_perf_smoke MSCCLPP_RUN MSCCLPP_PERF */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +27,43 @@ static int capture(const char* cmd, char* out, size_t len) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+/* nccl-tests' bus bandwidth factor of a collective on n ranks (busbw = algbw * factor). */
+static double bus_factor(const char* coll, int n) {
+  if (strcmp(coll, "allreduce") == 0) return 2.0 * (n - 1) / n;
+  if (strcmp(coll, "allgather") == 0 || strcmp(coll, "reducescatter") == 0 || strcmp(coll, "alltoall") == 0)
+    return (double)(n - 1) / n;
+  return 1.0;
+}
+
+/* What the rows of one run showed: the names in the type and redop columns (" a b ... ", each
+ * once) and how many rows could tell a wrong busbw factor from 1 at the printed precision. */
+struct seen {
+  char types[256], ops[256];
+  int decisive;
+};
+
+/* Adds name to list (" a b ... ", starting as " ") unless it is there. */
+static void note_name(char* list, size_t len, const char* name) {
+  char key[40];
+  snprintf(key, sizeof(key), " %s ", name);
+  if (strstr(list, key) == NULL) snprintf(list + strlen(list), len - strlen(list), "%s ", name);
+}
+
+/* One placement's time, algbw and busbw columns (t, a, b) against each other: algbw is the size
+ * over the time and busbw is algbw times the factor, each to the rounding of the printed digits. */
+static void check_bw(const char* coll, int nranks, double bytes, const char* t, const char* a, const char* b,
+                     const char* line, struct seen* seen) {
+  if (strcmp(t, "N/A") == 0) return;
+  double time_us = atof(t), algbw = atof(a), busbw = atof(b), f = bus_factor(coll, nranks);
+  double want_alg = bytes / (time_us * 1e3); /* GB/s */
+  double tol_alg = 0.0005 + want_alg * 0.005 / time_us + 1e-9, tol_bus = 0.0005 + 0.0005 * f + 1e-9;
+  CHECK_MSG(fabs(algbw - want_alg) <= tol_alg, "%s: algbw %s is not size/time %.4f: %s", coll, a, want_alg, line);
+  CHECK_MSG(fabs(busbw - algbw * f) <= tol_bus, "%s: busbw %s is not algbw x %.4f = %.4f: %s", coll, b, f, algbw * f, line);
+  if (fabs(algbw * f - algbw) > 4 * tol_bus) seen->decisive++;
+}
+
 /* Checks one data row; returns 1 if line is one. */
-static int check_row(const char* line, const char* coll) {
+static int check_row(const char* line, const char* coll, int nranks, struct seen* seen) {
   char f[16][32];
   int nf = sscanf(line, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s", f[0], f[1], f[2], f[3], f[4],
                   f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13]);
@@ -37,11 +75,31 @@ static int check_row(const char* line, const char* coll) {
   int no_inplace = strcmp(coll, "sendrecv") == 0;
   CHECK_MSG(strcmp(f[12], no_inplace ? "N/A" : "0") == 0, "%s: in-place #wrong is %s: %s", coll, f[12], line);
   if (!no_inplace) CHECK_MSG(atof(f[9]) > 0, "%s: in-place time not positive: %s", coll, line);
+  for (int k = 0; k < 2; k++) check_bw(coll, nranks, atof(f[0]), f[5 + 4 * k], f[6 + 4 * k], f[7 + 4 * k], line, seen);
+  note_name(seen->types, sizeof(seen->types), f[2]);
+  note_name(seen->ops, sizeof(seen->ops), f[3]);
   return 1;
 }
 
-static void run_case(int nranks, const char* coll, const char* flags, int expect_rows) {
-  static char out[1 << 16];
+/* Every name of the space-separated list want appears in the column's names got. */
+static void check_names(const char* coll, const char* column, const char* want, const char* got) {
+  char buf[256], key[40];
+  snprintf(buf, sizeof(buf), "%s", want);
+  for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+    snprintf(key, sizeof(key), " %s ", w);
+    CHECK_MSG(strstr(got, key) != NULL, "%s: no row with %s %s (rows had:%s)", coll, column, w, got);
+  }
+}
+
+#define ALL_TYPES "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2"
+#define ALL_OPS "sum prod max min avg premulsum"
+
+/* Runs mscclpp-perf COLL FLAGS on nranks and checks its output and json; types and ops (space
+ * separated) must each appear in the rows' type and redop columns. */
+static void run_case_names(int nranks, const char* coll, const char* flags, int expect_rows, const char* types,
+                           const char* ops) {
+  static char out[1 << 18];
+  struct seen seen = {.types = " ", .ops = " "};
   char cmd[1024], json[256];
   snprintf(json, sizeof(json), "/tmp/mscclpp_perf_smoke_%d_%s.json", (int)getpid(), coll);
   snprintf(cmd, sizeof(cmd), "%s -n %d %s %s %s --json %s", run_tool, nranks, perf_tool, coll, flags, json);
@@ -52,8 +110,13 @@ static void run_case(int nranks, const char* coll, const char* flags, int expect
   CHECK_MSG(strstr(out, "# Avg bus bandwidth    : ") != NULL, "%s: no bandwidth footer:\n%s", coll, out);
   int rows = 0;
   char* save = NULL;
-  for (char* line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) rows += check_row(line, coll);
+  for (char* line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    rows += check_row(line, coll, nranks, &seen);
   CHECK_MSG(rows == expect_rows, "%s: %d data rows, expected %d", coll, rows, expect_rows);
+  check_names(coll, "type", types, seen.types);
+  check_names(coll, "redop", ops, seen.ops);
+  /* a run whose factor is not 1 must have had rows fast enough to tell it from 1 */
+  CHECK_MSG(bus_factor(coll, nranks) == 1.0 || seen.decisive > 0, "%s: every algbw too small to check busbw", coll);
   FILE* f = fopen(json, "r");
   CHECK_MSG(f != NULL, "%s: no json file %s", coll, json);
   size_t n = fread(out, 1, sizeof(out) - 1, f);
@@ -61,7 +124,11 @@ static void run_case(int nranks, const char* coll, const char* flags, int expect
   out[n] = '\0';
   remove(json);
   CHECK_MSG(strstr(out, "\"ok\": true") && strstr(out, "\"wrong_total\": 0"), "%s: json says: %s", coll, out);
-  printf("  %-14s %d ranks, %d sizes: OK\n", coll, nranks, rows);
+  printf("  %-14s %d ranks, %d rows (%s): OK\n", coll, nranks, rows, flags);
+}
+
+static void run_case(int nranks, const char* coll, const char* flags, int expect_rows) {
+  run_case_names(nranks, coll, flags, expect_rows, "", "");
 }
 
 int main(int argc, char** argv) {
@@ -76,12 +143,20 @@ int main(int argc, char** argv) {
   run_case(3, "reduce", "-b 8 -e 64K -f 4 -n 3 -w 1 -r 2 -d half -o avg", 7);
   run_case(4, "alltoall", sweep, 7);
   run_case(2, "sendrecv", "-b 1K -e 1M -f 32 -n 3 -w 1 -G 5 --nccl", 3);
+  /* every datatype x operator (3 sizes each: 8 512 32K); without an operator, once per datatype */
+  const char* every = "-b 8 -e 32K -f 64 -n 2 -w 1 -d all -o all";
+  run_case_names(3, "allreduce", every, 12 * 6 * 3, ALL_TYPES, ALL_OPS);
+  run_case_names(2, "allgather", every, 12 * 3, ALL_TYPES, "none");
+  run_case_names(4, "reducescatter", "-b 1K -e 64K -f 8 -n 2 -w 1 -d all -o mulsum", 12 * 3, ALL_TYPES, "premulsum");
+  run_case_names(2, "reduce", "-b 8 -e 32K -f 64 -n 2 -w 1 -d int32 -o all", 6 * 3, "int32", ALL_OPS);
   static char out[4096];
   char cmd[1024];
   snprintf(cmd, sizeof(cmd), "%s allredcue 2>&1", perf_tool);
   CHECK_MSG(capture(cmd, out, sizeof(out)) == 2 && strstr(out, "unknown collective 'allredcue'"), "bad collective: %s", out);
   snprintf(cmd, sizeof(cmd), "%s allreduce -d float17 2>&1", perf_tool);
   CHECK_MSG(capture(cmd, out, sizeof(out)) == 2 && strstr(out, "unknown datatype 'float17'"), "bad datatype: %s", out);
+  snprintf(cmd, sizeof(cmd), "%s allreduce -o mul 2>&1", perf_tool);
+  CHECK_MSG(capture(cmd, out, sizeof(out)) == 2 && strstr(out, "unknown op 'mul'"), "bad op: %s", out);
   snprintf(cmd, sizeof(cmd), "%s allreduce -b 1X 2>&1", perf_tool);
   CHECK_MSG(capture(cmd, out, sizeof(out)) == 2 && strstr(out, "is not a size"), "bad size: %s", out);
   printf("coll_perf_smoke: OK\n");
