@@ -1,7 +1,8 @@
 /* Memory channels between two CPU ranks over shared memory, with host threads doing what GPU
- * threads do: semaphore ping-pong, many threads signalling one semaphore, put/get of odd sizes and
- * alignments split over several "threads", LL16 and LL8 packets over many uses of one buffer with
- * fresh flags (old packets never pass for new ones), and a packet wait that times out.
+ * threads do: semaphore ping-pong, many threads signalling one semaphore, poll and relaxed wait,
+ * put/get of odd sizes and alignments split over several "threads", LL16 and LL8 packets over many
+ * uses of one buffer with fresh flags (old packets never pass for new ones), a packet wait that
+ * times out, and a relaxed semaphore wait that times out.
  *
  *   memchan_cpu ROUNDS */
 #include <pthread.h>
@@ -53,6 +54,29 @@ static void test_many_signallers(struct ctx* c) {
     CHECK(mscclppMemoryChannelPoll(&c->ch) == 0);
   }
   CHECK_OK(mscclppBootstrapBarrier(c->comm));
+}
+
+/* Poll and relaxed wait, each direction in turn: a poll sees nothing while no signal is pending,
+ * and after the peer's signal (ordered before it by a barrier) takes exactly that one step; a
+ * relaxed wait blocks until the peer's relaxed signals come, one step per wait. */
+static void test_poll_relaxed_wait(struct ctx* c) {
+  for (int from = 0; from < 2; from++) {
+    int receiver = c->rank != from;
+    if (receiver) CHECK(mscclppMemoryChannelPoll(&c->ch) == 0);
+    CHECK_OK(mscclppBootstrapBarrier(c->comm));
+    if (!receiver) mscclppMemoryChannelSignal(&c->ch);
+    CHECK_OK(mscclppBootstrapBarrier(c->comm));
+    if (receiver) {
+      CHECK(mscclppMemoryChannelPoll(&c->ch) == 1);
+      CHECK(mscclppMemoryChannelPoll(&c->ch) == 0);
+      for (int i = 0; i < 3; i++) CHECK(mscclppMemoryChannelRelaxedWait(&c->ch) == MSCCLPP_DEVICE_OK);
+      CHECK(mscclppMemoryChannelPoll(&c->ch) == 0); /* three signals, three steps */
+    } else {
+      nanosleep(&(struct timespec){0, 20000000}, NULL); /* most likely the relaxed wait spins first */
+      for (int i = 0; i < 3; i++) mscclppMemoryChannelRelaxedSignal(&c->ch);
+    }
+    CHECK_OK(mscclppBootstrapBarrier(c->comm));
+  }
 }
 
 /* Rank 0 puts, rank 1 checks and gets it back; sizes and offsets of every alignment, split over 3
@@ -145,6 +169,28 @@ static void test_packet_timeout(struct ctx* c) {
   CHECK_OK(mscclppBootstrapBarrier(c->comm));
 }
 
+/* A relaxed semaphore wait that is never signalled returns TIMEOUT after its bound and reports
+ * the step it waited for and the token it saw. Last: the wait consumed its step, so the semaphore
+ * is out of step afterwards (semaphore_device.h). */
+static void test_relaxed_wait_timeout(struct ctx* c) {
+  if (c->rank == 1) {
+    mscclppMemoryChannel ch = c->ch;
+    ch.sem.wait.timeoutNs = 100000000ull;
+    uint64_t step = *ch.sem.expected + 1, token = *ch.sem.inbound;
+    double t0 = cm_now();
+    CHECK(mscclppMemoryChannelRelaxedWait(&ch) == MSCCLPP_DEVICE_TIMEOUT);
+    CHECK_MSG(cm_now() - t0 >= 0.1, "timed out after %.3f s, before its 0.1 s bound", cm_now() - t0);
+    mscclppDeviceError e;
+    CHECK_OK(mscclppCommGetDeviceError(c->comm, &e));
+    CHECK(e.flag == 1 && e.what == mscclppWaitSemaphore && e.rank == 1 && e.peer == 0 && e.channel == 5);
+    CHECK_MSG(e.expected == step && e.observed == token, "record says step %llu, token %llu; expected %llu, %llu",
+              (unsigned long long)e.expected, (unsigned long long)e.observed, (unsigned long long)step,
+              (unsigned long long)token);
+    CHECK_OK(mscclppCommClearDeviceError(c->comm));
+  }
+  CHECK_OK(mscclppBootstrapBarrier(c->comm));
+}
+
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 1000, nranks = 0;
   struct ctx c;
@@ -164,10 +210,12 @@ int main(int argc, char** argv) {
   CHECK_RES(mscclppMemoryChannelMake(&c.ch.sem, scratch, src, NULL, &(mscclppMemoryChannel){0}), mscclppInvalidUsage);
   test_ping_pong(&c, rounds);
   test_many_signallers(&c);
+  test_poll_relaxed_wait(&c);
   test_put_get(&c);
   test_packets(&c, 1, 200);
   test_packets(&c, 0, 200);
   test_packet_timeout(&c);
+  test_relaxed_wait_timeout(&c);
   CHECK_OK(mscclppCommReleaseChannels(c.comm));
   CHECK_OK(mscclppRegMemRelease(remote));
   CHECK_OK(mscclppBootstrapBarrier(c.comm));
