@@ -1,8 +1,9 @@
 /* Port channels between two CPU ranks: host threads stand in for GPU threads and push puts,
  * signals and flushes into the rank's proxy FIFO; the proxy serves them over the connection (shm or
  * tcp); the peer waits on its semaphore and checks every byte. Rounds alternate direction. Then:
- * flush and put-with-signal-and-flush, a proxy round trip figure, a bad put reported by the proxy
- * (and its signal withheld), and a wait that times out reporting rank, peer and channel.
+ * flush and put-with-signal-and-flush, a proxy round trip figure, polls of the channel and of its
+ * semaphore, a bad put reported by the proxy (and its signal withheld), and a wait that times out
+ * reporting rank, peer and channel.
  *
  *   proxy_cpu TRANSPORT ROUNDS */
 #include <pthread.h>
@@ -76,6 +77,33 @@ static void test_flush_paths(struct ctx* c) {
   if (c->rank == 0) printf("proxy_cpu: proxy round trip (push flush -> observed) %.2f us\n", (cm_now() - t0) / n * 1e6);
 }
 
+/* Polls, each direction in turn: 0 while no signal is pending; once the peer's put-with-signal has
+ * been flushed (landed here) and a barrier passed, 1 with the data there, taking that one step,
+ * then 0 again. Rank 1 polls through the channel, rank 0 through its semaphore (another port's
+ * handle: the ports share it). */
+static void test_poll(struct ctx* c) {
+  for (int from = 0; from < 2; from++) {
+    int receiver = c->rank != from;
+    const mscclppPortChannel* ch = &c->ch[receiver ? 1 : 0];
+    if (receiver) {
+      CHECK(mscclppPortChannelPoll(ch) == 0 && mscclppHostDevSemaphorePoll(&ch->sem) == 0);
+      c->dst[8] = 0;
+    }
+    CHECK_OK(mscclppBootstrapBarrier(c->comm));
+    if (!receiver) {
+      c->src[0] = (unsigned char)(0x30 + from);
+      CHECK(mscclppPortChannelPutWithSignalAndFlush(ch, 8, 0, 1) == MSCCLPP_DEVICE_OK);
+    }
+    CHECK_OK(mscclppBootstrapBarrier(c->comm));
+    if (receiver) {
+      int got = c->rank == 1 ? mscclppPortChannelPoll(ch) : mscclppHostDevSemaphorePoll(&ch->sem);
+      CHECK_MSG(got == 1, "rank %d: poll after the flushed signal gave %d", c->rank, got);
+      CHECK(c->dst[8] == 0x30 + from);
+      CHECK(mscclppPortChannelPoll(ch) == 0 && mscclppHostDevSemaphorePoll(&ch->sem) == 0);
+    }
+  }
+}
+
 /* A put past the peer's buffer: the proxy reports it, withholds the signal, still retires it. */
 static void test_bad_put(struct ctx* c, mscclppProxyService_t proxy) {
   if (c->rank == 0) {
@@ -128,6 +156,8 @@ int main(int argc, char** argv) {
       recv_round(&c, r);
   }
   test_flush_paths(&c);
+  CHECK_OK(mscclppBootstrapBarrier(c.comm));
+  test_poll(&c);
   CHECK_OK(mscclppBootstrapBarrier(c.comm));
   test_bad_put(&c, proxy);
   CHECK_OK(mscclppBootstrapBarrier(c.comm));
