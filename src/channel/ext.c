@@ -7,6 +7,7 @@
 
 #include "core/comm.h"
 #include "sys/cudawrap.h"
+#include "sys/gpu.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -59,11 +60,9 @@ static mscclppResult_t record_alloc(struct chan_ext* x) {
     x->rec_wait = dev;
     ce = cudaMalloc(&dev, 64);
   }
-  if (ce == cudaSuccess) {
-    x->claim = dev;
-    ce = cudaMemset(dev, 0, 64);
-  }
+  if (ce == cudaSuccess) x->claim = dev;
   if (ce != cudaSuccess) res = cuda_error(ce, "channels: allocating the device-error record", __FILE__, __LINE__);
+  else res = gpu_zero_sync(dev, 64);
   ext_dev_leave(prev, x->dev);
   return res;
 #else

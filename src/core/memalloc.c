@@ -11,6 +11,7 @@
 
 #include "core/regmem.h"
 #include "sys/cudawrap.h"
+#include "sys/gpu.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -124,12 +125,12 @@ static mscclppResult_t cuda_alloc(uint64_t size, struct alloc_rec* rec) {
                             .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   r = cu.cuMemSetAccess(va, rounded, &access, 1);
   if (r != CUDA_SUCCESS) goto err_unmap;
-  cudaError_t ce = cudaMemset((void*)va, 0, rounded);
-  if (ce != cudaSuccess) {
+  mscclppResult_t zr = gpu_zero_sync((void*)va, rounded);
+  if (zr != mscclppSuccess) {
     cu.cuMemUnmap(va, rounded);
     cu.cuMemAddressFree(va, rounded);
     cu.cuMemRelease(h);
-    return cuda_error(ce, "cudaMemset of a new cuMem allocation", __FILE__, __LINE__);
+    return zr;
   }
   *rec = (struct alloc_rec){.base = (void*)va, .size = rounded, .kind = MEM_KIND_CUDA_VMM, .fd = -1,
                             .cu_handle = (uint64_t)h, .device = dev};

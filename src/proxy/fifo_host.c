@@ -6,6 +6,7 @@
 
 #include "channel/ext.h"
 #include "sys/cudawrap.h"
+#include "sys/gpu.h"
 #include "util/err.h"
 
 static mscclppResult_t host_init(struct fifo_host* f, uint64_t start) {
@@ -44,10 +45,8 @@ static mscclppResult_t gpu_init(struct fifo_host* f, uint64_t start) {
   f->head = p;
   f->tail_cache = (uint64_t*)((char*)p + 128);
   uint64_t init[2] = {start, start};
-  CUDA_CHECK(cudaMemcpy(f->head, &init[0], 8, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(f->tail_cache, &init[1], 8, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaStreamSynchronize(0)); /* the copies may return before their DMA landed */
-  return mscclppSuccess;
+  MPP_CHECK(gpu_copy_sync(f->head, &init[0], 8)); /* returns once the words landed */
+  return gpu_copy_sync(f->tail_cache, &init[1], 8);
 }
 #endif
 

@@ -1,8 +1,9 @@
 /* setup.c - the GPU ranks' per-communicator state (gpu.h): scratch in device memory, a cuda-ipc
  * connection and nblocks memory channels to every peer, the device array of channels and the LL
  * flag counter. Made by the first GPU collective of the communicator (every rank's first one, so
- * the pairwise exchanges meet), cached in the collectives state and released with it. Once made,
- * a call does no allocation, lock or system call. */
+ * the pairwise exchanges meet), which may be captured into a CUDA graph (nothing of the setup goes
+ * on the call's stream), cached in the collectives state and released with it. Once made, a call
+ * does no allocation, lock or system call. */
 #include "algo/gpu/gpu.h"
 
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "sys/gpu.h"
 
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -70,15 +72,11 @@ static mscclppResult_t geometry(struct gpu_net* g, int rank, int nranks) {
 /* Scratch (zeroed before any peer can see it), registered, and the device words. */
 static mscclppResult_t alloc_local(struct gpu_net* g, struct mscclppComm* comm) {
   size_t bytes = (size_t)(g->d.ll_bytes + 2ull * (uint64_t)g->d.nranks * g->d.bulk_slot);
-  MPP_CHECK(mscclppMemAlloc((void**)&g->d.scratch, bytes, mscclppMemCuda));
-  cudaError_t e = cudaMemset(g->d.scratch, 0, bytes);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  MPP_CHECK(gpu_cuda_check(e, "zeroing the scratch"));
+  MPP_CHECK(mscclppMemAlloc((void**)&g->d.scratch, bytes, mscclppMemCuda)); /* zeroed */
   MPP_CHECK(mscclppRegisterMemory(comm, g->d.scratch, bytes, &g->scratch_reg));
   void* words = NULL;
-  e = cudaMalloc(&words, 64);
-  if (e == cudaSuccess) e = cudaMemset(words, 0, 64);
-  MPP_CHECK(gpu_cuda_check(e, "allocating the flag counter"));
+  MPP_CHECK(gpu_cuda_check(cudaMalloc(&words, 64), "allocating the flag counter"));
+  MPP_CHECK(gpu_zero_sync(words, 64));
   g->d.flag = (uint32_t*)words;
   g->d.done = (uint32_t*)words + 1;
   g->hchans = calloc((size_t)g->d.nblocks * (size_t)g->d.nranks, sizeof(mscclppMemoryChannel));
@@ -122,11 +120,8 @@ static mscclppResult_t upload(struct gpu_net* g) {
   for (int q = 0; q < g->d.nranks; q++)
     g->d.peer_scratch[q] = q == g->d.rank ? g->d.scratch : (char*)g->hchans[q].remote;
   size_t bytes = (size_t)g->d.nblocks * (size_t)g->d.nranks * sizeof(mscclppMemoryChannel);
-  cudaError_t e = cudaMalloc((void**)&g->d.chans, bytes);
-  if (e == cudaSuccess) e = cudaMemcpy(g->d.chans, g->hchans, bytes, cudaMemcpyHostToDevice);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  MPP_CHECK(gpu_cuda_check(e, "uploading the channels"));
-  return mscclppSuccess;
+  MPP_CHECK(gpu_cuda_check(cudaMalloc((void**)&g->d.chans, bytes), "allocating the channels"));
+  return gpu_copy_sync(g->d.chans, g->hchans, bytes);
 }
 
 static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
@@ -145,16 +140,6 @@ static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
   return mscclppSuccess;
 }
 
-static mscclppResult_t check_stream(void* stream) {
-  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
-  MPP_CHECK(gpu_cuda_check(e, "cudaStreamIsCapturing"));
-  if (st != cudaStreamCaptureStatusNone)
-    return MPP_ERR(mscclppInvalidUsage, "GPU collectives: the communicator's first collective is being captured into a "
-                   "CUDA graph; run one collective outside capture first (setup allocates and exchanges memory)");
-  return mscclppSuccess;
-}
-
 mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net** out) {
   struct gpu_net* g = ac->gnet;
   if (g != NULL && !g->broken) {
@@ -164,7 +149,7 @@ mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net**
   if (g != NULL) return MPP_ERR(mscclppInvalidUsage, "GPU collectives: setting up this communicator failed earlier");
   if (ac->nranks > GPU_MAX_RANKS)
     return MPP_ERR(mscclppInvalidUsage, "GPU collectives: %d ranks; at most %d (one host) for now", ac->nranks, GPU_MAX_RANKS);
-  MPP_CHECK(check_stream(stream));
+  (void)stream; /* setup enqueues nothing on it: the first call may be captured */
   g = calloc(1, sizeof(*g));
   if (g == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives: out of host memory");
   g->dev = ac->comm->cuda_dev;
@@ -172,7 +157,13 @@ mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net**
   int prev = -1;
   if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
   if (g->dev >= 0 && prev != g->dev) cudaSetDevice(g->dev);
+  /* The first call may be being captured into a CUDA graph: relaxed mode lets this thread make
+   * the driver calls a capture refuses in other modes (allocation, IPC mapping); none of them
+   * touches a stream that could be capturing (fills and copies go through the setup stream). */
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   mscclppResult_t res = make(ac, g);
+  cudaThreadExchangeStreamCaptureMode(&mode);
   if (g->dev >= 0 && prev >= 0 && prev != g->dev) cudaSetDevice(prev);
   ac->gnet = g;
   if (res != mscclppSuccess) {
