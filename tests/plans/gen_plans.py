@@ -167,6 +167,50 @@ def allreduce_ll_recs(n):
     return plan("allreduce_ll_recspkt_n%d" % n, "allreduce", gs, protocol="LL")
 
 
+def allreduce_ll_recpkt(n):
+    """LL with recpkt: the reduced chunk to the output and as packets to local scratch, which rppkt
+    forwards to every peer's scratch; upkt unpacks the peers' results."""
+    gs = []
+    for r in range(n):
+        g = Gpu(r, n, n, 2 * n)
+        t = g.tb()
+        ps = peers(n, r)
+        for p in ps:
+            t.op("ppkt", channel_type="memory", channel_ids=[t.ch("memory", p)], src_buff=[loc("i", p)],
+                 dst_buff=[t.rb("memory", p, "s", r)])
+        t.op("recpkt", reduce_op="sum", src_buff=[loc("i", r)] + [loc("s", p) for p in ps],
+             dst_buff=[loc("o", r), loc("s", n + r)])
+        t.op("rppkt", channel_type="memory", channel_ids=[t.ch("memory", p) for p in ps], src_buff=[loc("s", n + r)],
+             dst_buff=[t.rb("memory", p, "s", n + r) for p in ps])
+        for p in ps:
+            t.op("upkt", src_buff=[loc("s", n + p)], dst_buff=[loc("o", p)])
+        gs.append(g)
+    return plan("allreduce_ll_recpkt_n%d" % n, "allreduce", gs, protocol="LL", use_double_scratch_buffer=True)
+
+
+def allreduce_res(n, ct):
+    """All-pairs with res: chunk p to p's scratch, then res reduces the own chunk into the output and
+    writes it to every peer's output; a signal round says the results arrived."""
+    gs = []
+    for r in range(n):
+        g = Gpu(r, n, n, n)
+        t = g.tb()
+        ps = peers(n, r)
+        allc = [t.ch(ct, p) for p in ps]
+        for p in ps:
+            t.op("put", channel_type=ct, channel_ids=[t.ch(ct, p)], src_buff=[loc("i", p)],
+                 dst_buff=[t.rb(ct, p, "s", r)])
+        t.op("signal", channel_type=ct, channel_ids=allc)
+        t.op("wait", channel_type=ct, channel_ids=allc)
+        t.op("res", channel_type=ct, channel_ids=allc, reduce_op="sum",
+             src_buff=[loc("i", r)] + [loc("s", p) for p in ps],
+             dst_buff=[loc("o", r)] + [t.rb(ct, p, "o", r) for p in ps])
+        t.op("signal", channel_type=ct, channel_ids=allc)
+        t.op("wait", channel_type=ct, channel_ids=allc)
+        gs.append(g)
+    return plan("allreduce_res_%s_n%d" % (ct, n), "allreduce", gs)
+
+
 def allreduce_ring(n, unit=192):
     """Ring reduce-scatter + allgather through scratch, every step pipelined in unit-byte pieces."""
     gs = []
@@ -510,6 +554,10 @@ GOOD = [  # (plan, ranks, sizes)
     (allreduce_allpairs_ll(4), 4, "4096,1000"),
     (allreduce_allpairs_ll(8), 8, "8192,1000"),
     (allreduce_ll_recs(4), 4, "4096,1000"),
+    (allreduce_ll_recpkt(2), 2, "4096,1000"),
+    (allreduce_ll_recpkt(4), 4, "4096,1000,24"),
+    (allreduce_res(3, "memory"), 3, "4096,1000,12"),
+    (allreduce_res(2, "port"), 2, "4096,1000"),
     (allreduce_ring(4), 4, "4096,1000,100000"),
     (allreduce_ring(2), 2, "4096,1000"),
     (allreduce_rre(4), 4, "4096,1000"),
@@ -533,7 +581,6 @@ GOOD = [  # (plan, ranks, sizes)
     (sendrecv(2), 2, "4096,1000"),
     (sendrecv(4), 4, "4096,1000"),
 ]
-
 
 # ---- bad plans: (name, mutate(plan), substring of the error) ----------------------------------
 
