@@ -1,11 +1,13 @@
 /* mscclpp-plan - execution plans from the command line.
  *
  *   mscclpp-plan validate FILE...             loads every plan: "FILE: OK" or the error (exit 1)
- *   mscclpp-plan run FILE... -n RANKS [--size BYTES[,BYTES...]] [--dtype float] [--cpu|--gpu]
+ *   mscclpp-plan run FILE... -n RANKS [--size BYTES[,BYTES...]] [--dtype T[,T...]|all] [--cpu|--gpu]
  *                    [--ll8] [--iters N]      runs the plans (in turn, one communicator) on RANKS
  *                                             ranks (mscclpp-run beside this program) and checks
  *                                             each result against the plan's collective; prints
- *                                             the mean time per call. --gpu: GPU ranks (one GPU
+ *                                             the mean time per call. --dtype: each datatype in
+ *                                             turn (default float; all: every one the executors
+ *                                             take, int8 .. f8e5m2). --gpu: GPU ranks (one GPU
  *                                             per local rank; buffers from cudaMalloc, calls on a
  *                                             stream, timed to the stream's end); --ll8: LL plans
  *                                             with LL8 packets (GPU ranks; CPU ranks accept it and
@@ -14,7 +16,8 @@
  *
  * --size is the per-rank input in bytes (reducescatter: the per-rank output). Checked
  * collectives: allreduce, allgather, reducescatter, alltoall, sendrecv (rank r sends to r+1),
- * broadcast (root 0); others only run. The reduce op checked is the plan's first reduce_op. */
+ * broadcast (root 0); others only run. A reduction is checked against the plan's reduce_op, which
+ * every reduce op of the plan must name alike (a plan without reduce ops: sum). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,13 +44,14 @@ struct opts {
   const char* files[MAX_FILES];
   int nfiles;
   int n, gpu, iters, dtype, dot, ll8, hosts;
+  int dtypes[ALGO_DTYPE_COUNT], ndtypes; /* --dtype, in the order given; dtype: the one being run */
   char sizes[512];
   void* stream; /* GPU ranks: the calls' stream */
 };
 
 static int usage(void) {
-  fprintf(stderr, "usage: mscclpp-plan validate FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T] [--cpu|--gpu] "
-                  "[--ll8] [--iters N] [--hosts H] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
+  fprintf(stderr, "usage: mscclpp-plan validate FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T[,T...]|all] "
+                  "[--cpu|--gpu] [--ll8] [--iters N] [--hosts H] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
   return 2;
 }
 
@@ -78,9 +82,29 @@ static int cmd_draw(int argc, char** argv) {
   return 0;
 }
 
+/* --dtype's value: datatype names (algo_dtype_name), comma-separated, or "all". 0 or -1 (said why). */
+static int parse_dtypes(const char* v, struct opts* o) {
+  o->ndtypes = 0;
+  if (!strcmp(v, "all")) {
+    for (int d = 0; d < ALGO_DTYPE_COUNT; d++) o->dtypes[o->ndtypes++] = d;
+    return 0;
+  }
+  char list[256];
+  snprintf(list, sizeof(list), "%s", v);
+  for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int dt = -1;
+    for (int d = 0; d < ALGO_DTYPE_COUNT; d++)
+      if (!strcmp(t, algo_dtype_name(d))) dt = d;
+    if (dt < 0) return fprintf(stderr, "unknown datatype %s\n", t), -1;
+    if (o->ndtypes == ALGO_DTYPE_COUNT) return fprintf(stderr, "--dtype %s: too many datatypes\n", v), -1;
+    o->dtypes[o->ndtypes++] = dt;
+  }
+  return o->ndtypes ? 0 : (fprintf(stderr, "--dtype: no datatype\n"), -1);
+}
+
 static int parse_run(int argc, char** argv, struct opts* o) {
   memset(o, 0, sizeof(*o));
-  o->iters = 3, o->dtype = mscclppFloat32;
+  o->iters = 3, o->dtypes[0] = o->dtype = mscclppFloat32, o->ndtypes = 1;
   snprintf(o->sizes, sizeof(o->sizes), "4096");
   for (int i = 0; i < argc; i++) {
     const char* a = argv[i];
@@ -93,10 +117,7 @@ static int parse_run(int argc, char** argv, struct opts* o) {
     else if (!strcmp(a, "--ll8")) o->ll8 = 1;
     else if (!strcmp(a, "--hosts") && v) o->hosts = atoi(v), i++;
     else if (!strcmp(a, "--dtype") && v) {
-      o->dtype = -1;
-      for (int d = 0; d < ALGO_DTYPE_COUNT; d++)
-        if (!strcmp(v, algo_dtype_name(d))) o->dtype = d;
-      if (o->dtype < 0) return fprintf(stderr, "unknown datatype %s\n", v), -1;
+      if (parse_dtypes(v, o)) return -1;
       i++;
     } else if (o->nfiles < MAX_FILES && a[0] != '-') o->files[o->nfiles++] = a;
     else return fprintf(stderr, "unknown argument %s\n", a), -1;
@@ -108,17 +129,22 @@ static int parse_run(int argc, char** argv, struct opts* o) {
   return 0;
 }
 
-static int first_redop(const struct mscclppPlan* p) {
+/* The reduce_op the plan's reductions all name (enum algo_op; sum when it has none), or -1 when
+ * two of them differ: such a plan computes no collective this tool can check. */
+static int plan_redop(const struct mscclppPlan* p) {
+  int found = -1;
   for (int r = 0; r < p->nranks; r++)
     for (int b = 0; b < p->ranks[r].nblocks; b++)
       for (uint32_t i = 0; i < p->ranks[r].blocks[b].nops; i++) {
         const struct plan_op* op = &p->ranks[r].blocks[b].ops[i];
         int c = op->code;
         if (c == PLAN_OP_RE || c == PLAN_OP_RES || c == PLAN_OP_RRE || c == PLAN_OP_RRES || c == PLAN_OP_REPKT ||
-            c == PLAN_OP_RESPKT || c == PLAN_OP_RECPKT || c == PLAN_OP_RECSPKT || c == PLAN_OP_GLRE || c == PLAN_OP_GLRES)
-          return op->redop;
+            c == PLAN_OP_RESPKT || c == PLAN_OP_RECPKT || c == PLAN_OP_RECSPKT || c == PLAN_OP_GLRE || c == PLAN_OP_GLRES) {
+          if (found >= 0 && found != op->redop) return -1;
+          found = op->redop;
+        }
       }
-  return ALGO_OP_SUM;
+  return found < 0 ? ALGO_OP_SUM : found;
 }
 
 /* One rank's buffers for a call of S bytes (per-rank input; reducescatter: per-rank output). */
@@ -240,8 +266,10 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
   size_t es = mscclppDataTypeSize((mscclppDataType_t)o->dtype);
   const char* coll = plan->collective;
   int reduce = !strcmp(coll, "allreduce") || !strcmp(coll, "reducescatter");
-  struct verify_spec spec = {.dtype = o->dtype, .op = reduce ? first_redop(plan) : -1, .nranks = n};
+  struct verify_spec spec = {.dtype = o->dtype, .op = reduce ? plan_redop(plan) : -1, .nranks = n};
   struct bufs b;
+  if (reduce && spec.op < 0)
+    return fprintf(stderr, "%s: its reduce ops name different reduce_ops; cannot check the %s\n", o->file, coll), 1;
   if (S % es || (!strcmp(coll, "alltoall") && S % (es * (uint64_t)n)))
     return fprintf(stderr, "size %llu does not split into %s elements per rank\n", (unsigned long long)S,
                    algo_dtype_name(o->dtype)), 1;
@@ -271,8 +299,9 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
       break;
     }
     size_t bad = check(coll, &spec, rank, S, es, &b);
-    if (bad) rc = fprintf(stderr, "rank %d: %s size %llu iteration %d: %zu wrong elements\n", rank, o->file,
-                          (unsigned long long)S, it, bad) > 0;
+    if (bad) rc = fprintf(stderr, "rank %d: %s size %llu %s %s iteration %d: %zu wrong elements\n", rank, o->file,
+                          (unsigned long long)S, algo_dtype_name(o->dtype), reduce ? algo_op_name((enum algo_op)spec.op) : "",
+                          it, bad) > 0;
   }
   dev_free(&b);
   free(b.mem);
@@ -321,14 +350,18 @@ static int worker(struct opts* o) {
   snprintf(sizes, sizeof(sizes), "%s", o->sizes);
   for (char *save = NULL, *t = strtok_r(sizes, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
     uint64_t S = strtoull(t, NULL, 0);
-    for (int i = 0; i < o->nfiles && !rc; i++) {
-      double secs = 0;
-      o->file = o->files[i];
-      rc = run_size(comm, plans[i], o, rank, n, S, &seed, &secs);
-      if (!rc && rank == 0)
-        printf("%s: %d ranks, %llu bytes %s: OK, %.1f us per call (%d calls)\n", o->file, n, (unsigned long long)S,
-               algo_dtype_name(o->dtype), secs * 1e6, o->iters);
-    }
+    for (int i = 0; i < o->nfiles && !rc; i++)
+      for (int d = 0; d < o->ndtypes && !rc; d++) {
+        double secs = 0;
+        o->file = o->files[i], o->dtype = o->dtypes[d];
+        rc = run_size(comm, plans[i], o, rank, n, S, &seed, &secs);
+        const char* coll = plans[i]->collective;
+        int red = !strcmp(coll, "allreduce") || !strcmp(coll, "reducescatter") ? plan_redop(plans[i]) : -1;
+        if (!rc && rank == 0)
+          printf("%s: %d ranks, %llu bytes %s%s%s: OK, %.1f us per call (%d calls)\n", o->file, n,
+                 (unsigned long long)S, algo_dtype_name(o->dtype), red >= 0 ? " " : "",
+                 red >= 0 ? algo_op_name((enum algo_op)red) : "", secs * 1e6, o->iters);
+      }
   }
   for (int i = 0; i < o->nfiles; i++) mscclppPlanDestroy(plans[i]);
   mscclppCommDestroy(comm);

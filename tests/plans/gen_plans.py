@@ -582,6 +582,33 @@ GOOD = [  # (plan, ranks, sizes)
     (sendrecv(4), 4, "4096,1000"),
 ]
 
+REDUCE_OPS = ("sum", "prod", "max", "min")
+REDUCE_CODES = {"re", "res", "rre", "rres", "repkt", "respkt", "recpkt", "recspkt", "glre", "glres"}
+
+
+def with_reduce_op(p, red):
+    """A copy of plan p whose every reduce op (nested ones too) uses reduce_op red."""
+    q = copy.deepcopy(p)
+    q["name"] = "%s_%s" % (p["name"], red)
+
+    def fix(ops):
+        for o in ops:
+            if o["name"] in REDUCE_CODES:
+                o["reduce_op"] = red
+            fix(o.get("ops", []))
+    for g in q["gpus"]:
+        for t in g["threadblocks"]:
+            fix(t["ops"])
+    return q
+
+
+# Every reduce_op on every datatype (tests/plans/plans.cmake runs each op's plans with --dtype all):
+# one plan per reduction path of the CPU executor (data, packets, switch), 3 ranks, sizes that are
+# whole 8-byte elements (984 bytes: 123 of them, an odd count that the 3 ranks split unevenly).
+REDOP_PLANS = [allreduce_allpairs(3), allreduce_ll_recpkt(3), allreduce_switch(3, False)]
+REDOP_RANKS, REDOP_SIZES = 3, "984,24"
+
+
 # ---- bad plans: (name, mutate(plan), substring of the error) ----------------------------------
 
 def bad_plans():
@@ -648,6 +675,16 @@ def main():
             with open(path, "w") as pf:
                 json.dump(p, pf, indent=1)
             f.write("%s\t%d\t%s\n" % (path, n, sizes))
+    os.makedirs(os.path.join(outdir, "redop"), exist_ok=True)
+    with open(os.path.join(outdir, "redop.tsv"), "w") as f:  # op, ranks, sizes, plan files (comma-separated)
+        for red in REDUCE_OPS:
+            paths = []
+            for base in REDOP_PLANS:
+                q = with_reduce_op(base, red)
+                paths.append(os.path.join(outdir, "redop", q["name"] + ".json"))
+                with open(paths[-1], "w") as pf:
+                    json.dump(q, pf, indent=1)
+            f.write("%s\t%d\t%s\t%s\n" % (red, REDOP_RANKS, REDOP_SIZES, ",".join(paths)))
     with open(os.path.join(outdir, "deadlock_n2.json.hang"), "w") as pf:
         json.dump(deadlock(2), pf, indent=1)
     with open(os.path.join(outdir, "bad", "expect.tsv"), "w") as f:

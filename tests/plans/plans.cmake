@@ -54,6 +54,19 @@ plan_test(plan_dtype_int8 ${_plans_out}/allreduce_ring_pipeline_n4.json -n 4 --s
 plan_test(plan_dtype_double ${_plans_out}/allreduce_allpairs_ll_n4.json -n 4 --size 4096,1000 --dtype double)
 plan_test(plan_dtype_half_max ${_plans_out}/allreduce_max_port_n4.json -n 4 --size 4096,1000 --dtype half)
 plan_test(plan_dtype_u64_rs ${_plans_out}/reducescatter_n4.json -n 4 --size 4096,1000 --dtype uint64)
+# Every reduce_op on every datatype: per op, the generator's variants of one plan per reduction path
+# of the executor (data, packets, switch) with every reduce op naming that op (redop.tsv: op, ranks,
+# sizes, plan files), each run with --dtype all and checked against that op.
+file(STRINGS ${_plans_out}/redop.tsv _redop)
+foreach(line ${_redop})
+  string(REPLACE "\t" ";" f "${line}")
+  list(GET f 0 op)
+  list(GET f 1 nranks)
+  list(GET f 2 sizes)
+  list(GET f 3 files)
+  string(REPLACE "," ";" files "${files}")
+  plan_test(plan_redop_${op} ${files} -n ${nranks} --size ${sizes} --dtype all)
+endforeach()
 
 add_test(NAME plans_bad COMMAND ${Python3_EXECUTABLE} ${_plans_src}/check_bad.py $<TARGET_FILE:mscclpp-plan>
          ${_plans_out}/bad/expect.tsv)
