@@ -21,6 +21,8 @@
  *           only scratch moves what the data grid has at the slot's index).
  *   Both protocols set use_double_scratch_buffer, so a sender one launch ahead of its receiver
  *           writes the other scratch half.
+ *   buffer_alignment 16; with MSCCL scratch 1 (Simple) or 8 (LL), so that chunks are equal and
+ *           steps on MSCCL scratch alone move a whole chunk (plan_alignment).
  *   cpy: copy src -> dst; re: re dst = src + dst; nop: no op (dependencies only).
  *   depid/deps: one intra-GPU semaphore per dependency edge between different tbs (init 0): the
  *           depended-on step ends with sem_release, the dependent step starts with sem_acquire.
@@ -291,6 +293,18 @@ static const char* plan_coll(const char* coll) {
   return "custom";
 }
 
+/* buffer_alignment: 16, or the smallest the protocol takes (Simple 1, LL 8) when the algorithm has
+ * MSCCL scratch. A step on MSCCL scratch alone (e.g. r into s, cpy or re from s to s, s from s)
+ * becomes an op with no input/output reference, which moves what the data grid has at its scratch
+ * index (docs/plans.md, Sizes); that is the message's length only when all chunks are equal, as
+ * MSCCL's are. With alignment 1 they are for every count MSCCL's rule accepts (a multiple of
+ * nchunksperloop); LL needs 8: chunks of a multiple of 8 bytes. */
+static int plan_alignment(const struct conv* c) {
+  for (int g = 0; g < c->a->ngpus; g++)
+    if (c->a->gpus[g].chunks[XML_BUF_S] > 0) return is_ll(c) ? 8 : 1;
+  return 16;
+}
+
 static json_t* plan_json(struct conv* c) {
   const struct xml_algo* a = c->a;
   json_t* gpus = json_array();
@@ -298,7 +312,7 @@ static json_t* plan_json(struct conv* c) {
   json_t* p = json_pack("{s:s,s:s,s:s,s:b,s:b,s:o,s:i,s:b,s:i,s:I,s:I}", "name", a->name, "collective",
                         plan_coll(a->coll), "protocol", is_ll(c) ? "LL" : "Simple", "inplace", a->inplace,
                         "reuse_resources", 0, "gpus", gpus, "num_threads_per_block", a->nthreads,
-                        "use_double_scratch_buffer", 1, "buffer_alignment", 16, "min_message_size",
+                        "use_double_scratch_buffer", 1, "buffer_alignment", plan_alignment(c), "min_message_size",
                         (json_int_t)a->min_bytes, "max_message_size", (json_int_t)(a->max_bytes - 1));
   if (!p || !c->ok) {
     json_decref(p);

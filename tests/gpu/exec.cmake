@@ -6,7 +6,8 @@
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   set(_exec_corpus ${CMAKE_CURRENT_BINARY_DIR}/plans/good.tsv)
-  set(_exec_xml ring_allreduce ring_allreduce_ll allpairs_allreduce_ll ring_allgather ring_allreduce_n2)
+  set(_exec_xml ring_allreduce ring_allreduce_ll allpairs_allreduce_ll ring_allgather ring_allreduce_n2
+      allpairs_allreduce_cpy_re allpairs_allreduce_cpy_re_ll ring_allgather_cpy)
   list(TRANSFORM _exec_xml PREPEND ${PROJECT_SOURCE_DIR}/tests/xml/)
   list(TRANSFORM _exec_xml APPEND .xml)
   foreach(n 2 3 4 8)

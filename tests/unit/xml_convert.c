@@ -105,7 +105,7 @@ static void check_results(json_t* plan, const struct xml_algo* a) {
     CHECK_MSG(xml_sim_run(plan, in, out, seed, err, sizeof(err)) == 0, "%s seed %u: %s", a->name, seed, err);
     for (int r = 0; r < n; r++)
       for (int c = 0; c < no; c++) {
-        double want = allgather ? in[c][0] : 0;
+        double want = allgather ? in[c / ni][c % ni] : 0; /* allgather: rank c / ni's chunk c % ni */
         for (int q = 0; !allgather && q < n; q++) want += in[q][c];
         CHECK_MSG(out[r][c] == want, "%s seed %u: rank %d chunk %d = %g, want %g", a->name, seed, r, c, out[r][c], want);
       }
@@ -132,6 +132,15 @@ static void sample(const char* file, const char* protocol, const char* op, int p
   xml_algo_free(a);
 }
 
+static void alignment(const char* file, int want) {
+  struct xml_algo* a;
+  json_t* p = convert(file, &a);
+  int got = (int)json_integer_value(json_object_get(p, "buffer_alignment"));
+  CHECK_MSG(got == want, "%s: buffer_alignment %d, want %d", file, got, want);
+  json_decref(p);
+  xml_algo_free(a);
+}
+
 int main(void) {
   sample(DIR "ring_allreduce.xml", "Simple", "signal", 12);       /* 2 tbs x 6 sends */
   sample(DIR "ring_allreduce.xml", "Simple", "put", 8);           /* 2 x (s, rrcs, rcs, rcs) */
@@ -141,6 +150,19 @@ int main(void) {
   sample(DIR "allpairs_allreduce_ll.xml", "LL", "sem_acquire", 4); /* 4 cross-tb deps */
   sample(DIR "ring_allreduce_ll.xml", "LL", "respkt", 4);        /* LL128 -> LL; 2 x (rrs, rrs) */
   sample(DIR "ring_allgather.xml", "Simple", "copy", 4);          /* <copy>, rcs, rcs, r */
+  /* MSCCL scratch: r into s, re s -> s and s -> o, cpy i -> o (Simple: 3 tbs x 2 r, 1 cpy) */
+  sample(DIR "allpairs_allreduce_cpy_re.xml", "Simple", "re", 3);
+  sample(DIR "allpairs_allreduce_cpy_re.xml", "Simple", "copy", 7);
+  sample(DIR "allpairs_allreduce_cpy_re_ll.xml", "LL", "re", 3);
+  sample(DIR "allpairs_allreduce_cpy_re_ll.xml", "LL", "upkt", 6);
+  sample(DIR "ring_allgather_cpy.xml", "Simple", "copy", 5);       /* cpy i -> o, 2 x (r, cpy s -> o) */
+  sample(DIR "ring_allgather_cpy.xml", "Simple", "put", 2);        /* s from i, s from s */
+  /* buffer_alignment: 16, or with MSCCL scratch the least the protocol takes (equal chunks) */
+  alignment(DIR "ring_allreduce.xml", 16);
+  alignment(DIR "allpairs_allreduce_ll.xml", 16);
+  alignment(DIR "allpairs_allreduce_cpy_re.xml", 1);
+  alignment(DIR "allpairs_allreduce_cpy_re_ll.xml", 8);
+  alignment(DIR "ring_allgather_cpy.xml", 1);
   printf("xml_convert: ok\n");
   return 0;
 }
