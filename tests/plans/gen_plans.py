@@ -376,6 +376,15 @@ def allreduce_switch(n, split):
     return plan("allreduce_switch_%s_n%d" % ("glre_gstore" if split else "glres", n), "allreduce", gs)
 
 
+def allreduce_align1(n):
+    """All-pairs with buffer_alignment 1 (as the XML converter writes for algorithms with MSCCL
+    scratch): chunks split to the byte, equal whenever the size divides by n."""
+    p = allreduce_allpairs(n)
+    p["name"] = "allreduce_allpairs_align1_n%d" % n
+    p["buffer_alignment"] = 1
+    return p
+
+
 def allreduce_max_port(n):
     """Port channels and reduce_op max (pwsf: put, signal, flush)."""
     p = allreduce_allpairs(n, "port")
@@ -565,6 +574,7 @@ GOOD = [  # (plan, ranks, sizes)
     (allreduce_switch(4, False), 4, "4096,1000"),
     (allreduce_switch(4, True), 4, "4096,1000"),
     (allreduce_max_port(4), 4, "4096,1000"),
+    (allreduce_align1(4), 4, "4096,1008,48"),  # 252- and 12-byte chunks: not 16-byte units
     (allreduce_ll_perf(2, 4), 2, "4096,1000"),
     (allreduce_ll_perf(4, 4), 4, "4096,1000"),
     (allreduce_rres_perf(2, 4), 2, "4096,1000"),
