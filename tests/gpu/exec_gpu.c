@@ -3,7 +3,9 @@
  * inputs each call); every reduction plan also with each reduce_op (sum, prod, max, min) for every
  * datatype; LL plans also with LL8 packets; every plan three times back to back without a host
  * wait between (packet flags, scratch halves; run_back_to_back says which plans can) and captured
- * into a CUDA graph that is replayed with new inputs. Then the MSCCL XML samples for this many
+ * into a CUDA graph that is replayed with new inputs. Each plan's very first call is captured too
+ * (its image, bindings and op tables, and for the first plan the executor's channels and scratch,
+ * are made during the capture), on a blocking stream in global capture mode. Then the MSCCL XML samples for this many
  * ranks, converted and run. Results are copied back and checked exactly against every rank's
  * inputs (src/algo/verify.h).
  *
@@ -37,6 +39,7 @@ static struct {
   mscclppComm_t comm;
   int rank, n;
   cudaStream_t stream;
+  cudaStream_t blocking; /* a stream that waits for the legacy stream (first calls are captured on it) */
   char *dev, *host;
   uint64_t seed;
   long calls;
@@ -55,6 +58,7 @@ struct job {
 
 static void init(void) {
   gpu_rank_init(&g.comm, &g.rank, &g.n, &g.stream);
+  CUDA_OK(cudaStreamCreate(&g.blocking));
   CUDA_OK(cudaMalloc((void**)&g.dev, CAP));
   g.host = malloc(CAP);
   CHECK(g.host != NULL);
@@ -164,10 +168,10 @@ static void run_back_to_back(const struct job* j) {
 
 /* One call captured into a graph (its setup was done by the eager calls before), replayed with
  * new inputs. */
-static void run_graph(const struct job* j) {
+static void run_graph_in(const struct job* j, enum cudaStreamCaptureMode mode) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
-  CUDA_OK(cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeThreadLocal));
+  CUDA_OK(cudaStreamBeginCapture(g.stream, mode));
   execute(j);
   CUDA_OK(cudaStreamEndCapture(g.stream, &graph));
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
@@ -180,6 +184,20 @@ static void run_graph(const struct job* j) {
   }
   CUDA_OK(cudaGraphExecDestroy(exec));
   CUDA_OK(cudaGraphDestroy(graph));
+}
+
+static void run_graph(const struct job* j) { run_graph_in(j, cudaStreamCaptureModeThreadLocal); }
+
+/* The plan's first call captured (everything it sets up is made during the capture) on the
+ * blocking stream in global mode, where setup work on the legacy stream, or a call capture
+ * refuses, would break the capture. */
+static void run_graph_first(struct job* j, uint64_t S) {
+  j->S = S;
+  layout(j);
+  cudaStream_t keep = g.stream;
+  g.stream = g.blocking;
+  run_graph_in(j, cudaStreamCaptureModeGlobal);
+  g.stream = keep;
 }
 
 /* ---- plans ----------------------------------------------------------------------------------- */
@@ -270,6 +288,7 @@ static void run_plan(const char* path, const char* sizes) {
   struct job j = {.name = path, .dtype = mscclppFloat32, .packet = EXEC_GPU_LL16};
   load(text, len, path, &j);
   j.op = is_reduction(j.info.collective) ? first_op(text) : -1;
+  run_graph_first(&j, strtoull(sizes, NULL, 0));
   char list[256];
   snprintf(list, sizeof(list), "%s", sizes);
   for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))

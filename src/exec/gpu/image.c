@@ -2,8 +2,9 @@
  * lowered ops, references and channel references (plan.h) and what the kernel needs resolved on
  * the host (route.c): each channel reference's slot, each port put's route; the switch groups;
  * and the plan's device state (barrier words, semaphores, the finished-block count). Made on the
- * plan's first call on the communicator (connecting the channels it needs), kept for the last
- * XG_MAX_IMAGES plans. */
+ * plan's first call on the communicator (connecting the channels it needs), possibly while the
+ * stream is captured; looked up among the last XG_MAX_IMAGES plans, older ones retired but kept
+ * until teardown (kernels and graphs captured earlier may still use them). */
 #include "exec/gpu/image.h"
 
 #if MSCCLPP_HAVE_CUDA
@@ -250,7 +251,14 @@ mscclppResult_t xg_image_get(struct xg_state* st, const struct mscclppPlan* plan
       *out = st->images[i];
       return mscclppSuccess;
     }
-  MPP_CHECK(xg_no_capture(st, stream, "preparing a plan's first call"));
+  (void)stream;
+  int at = st->nimages < XG_MAX_IMAGES ? st->nimages : st->next_image;
+  if (st->images[at] && st->nretired == st->capretired) { /* room to retire the oldest first */
+    int cap = st->capretired ? 2 * st->capretired : 16;
+    struct xg_image** r = realloc(st->retired, (size_t)cap * sizeof(*r));
+    if (!r) return MPP_ERR(mscclppSystemError, "GPU executor: out of host memory");
+    st->retired = r, st->capretired = cap;
+  }
   struct xg_image* img = calloc(1, sizeof(*img));
   if (img) img->file = strdup(plan->file);
   if (!img || !img->file) {
@@ -263,11 +271,10 @@ mscclppResult_t xg_image_get(struct xg_state* st, const struct mscclppPlan* plan
     image_free(img);
     return res;
   }
-  int at = st->nimages < XG_MAX_IMAGES ? st->nimages++ : st->next_image;
-  if (st->images[at]) { /* the oldest goes: no kernel of ours may still read it */
-    cudaDeviceSynchronize();
-    image_free(st->images[at]);
-  }
+  if (st->nimages < XG_MAX_IMAGES) st->nimages++;
+  /* The oldest leaves the lookup but is not freed before teardown: a kernel may still run it, and
+   * a graph captured earlier names its memory in every replay. */
+  if (st->images[at]) st->retired[st->nretired++] = st->images[at];
   st->images[at] = img;
   st->next_image = (at + 1) % XG_MAX_IMAGES;
   *out = img;
@@ -276,7 +283,9 @@ mscclppResult_t xg_image_get(struct xg_state* st, const struct mscclppPlan* plan
 
 void xg_images_fini(struct xg_state* st) {
   for (int i = 0; i < st->nimages; i++) image_free(st->images[i]);
-  st->nimages = 0;
+  for (int i = 0; i < st->nretired; i++) image_free(st->retired[i]);
+  free(st->retired);
+  st->retired = NULL, st->nimages = st->nretired = st->capretired = 0;
 }
 
 #endif /* MSCCLPP_HAVE_CUDA */

@@ -65,7 +65,6 @@ static mscclppResult_t run_locked(struct xg_state* st, struct mscclppPlan* plan,
   MPP_CHECK(xg_image_get(st, plan, c->stream, &img));
   MPP_CHECK(xg_image_check_sizes(img, plan, &l, c->esize));
   if (l.scr_bytes && (!st->scr || l.scr_bytes > st->scr_cap)) {
-    MPP_CHECK(xg_no_capture(st, c->stream, "growing the scratch"));
     MPP_CHECK(xg_scratch_ensure(st, l.scr_bytes));
   }
   struct xg_ctx* ctx = NULL;
@@ -91,13 +90,22 @@ mscclppResult_t exec_gpu_run(struct mscclppComm* comm, struct mscclppPlan* plan,
   if (!c.esize) return MPP_ERR(mscclppInvalidArgument, "executor: unknown datatype %d", dtype);
   if (packet != EXEC_GPU_LL16 && packet != EXEC_GPU_LL8)
     return MPP_ERR(mscclppInvalidArgument, "executor: packet format %d; LL16 (16) or LL8 (8)", packet);
+  /* The call may be being captured into a CUDA graph, its first call with a plan and buffers
+   * included: relaxed mode lets this thread make the driver calls setup needs (allocation, IPC
+   * mapping), none of which touches the captured stream or the legacy stream (fills and uploads
+   * go through the setup stream, sys/gpu.h). */
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   struct xg_state* st = NULL;
-  MPP_CHECK(xg_get(comm, &st));
-  pthread_mutex_lock(&st->mu);
-  int prev = ext_dev_enter(st->dev);
-  mscclppResult_t res = run_locked(st, plan, &c);
-  ext_dev_leave(prev, st->dev);
-  pthread_mutex_unlock(&st->mu);
+  mscclppResult_t res = xg_get(comm, &st);
+  if (res == mscclppSuccess) {
+    pthread_mutex_lock(&st->mu);
+    int prev = ext_dev_enter(st->dev);
+    res = run_locked(st, plan, &c);
+    ext_dev_leave(prev, st->dev);
+    pthread_mutex_unlock(&st->mu);
+  }
+  cudaThreadExchangeStreamCaptureMode(&mode);
   return res;
 }
 

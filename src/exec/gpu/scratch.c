@@ -40,12 +40,7 @@ struct scr_hello {
 /* This rank's new scratch of cap bytes: allocated, zeroed, registered; *hello describes it. */
 static mscclppResult_t make_local(struct xg_state* st, uint64_t cap, char** ptr, mscclppRegMem_t* reg,
                                   struct scr_hello* hello) {
-  MPP_CHECK(mscclppMemAlloc((void**)ptr, cap, mscclppMemCuda));
-  cudaError_t e = cudaMemset(*ptr, 0, cap);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (e != cudaSuccess)
-    return MPP_ERR(mscclppSystemError, "GPU executor (rank %d): zeroing %llu bytes of scratch: %s", st->rank,
-                   (unsigned long long)cap, cudaGetErrorString(e));
+  MPP_CHECK(mscclppMemAlloc((void**)ptr, cap, mscclppMemCuda)); /* zeroed before it returns */
   MPP_CHECK(mscclppRegisterMemory(st->comm, *ptr, cap, reg));
   size_t len = sizeof(hello->blob);
   MPP_CHECK(mscclppRegMemSerialize(*reg, hello->blob, &len));

@@ -17,28 +17,28 @@
 #include <cuda_runtime.h>
 
 #include "sys/cudawrap.h"
+#include "sys/gpu.h"
 
+/* Both return once the data is in place (the setup stream, sys/gpu.h: the kernel that reads it may
+ * run on any stream, and the call may be being captured). */
 mscclppResult_t xg_upload(void* dst, const void* src, size_t bytes) {
-  if (bytes == 0) return mscclppSuccess;
-  CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-  /* From pageable memory the copy may return before its DMA has landed, and the kernel that reads
-   * the table may run on a stream that does not wait for the legacy stream's copy: wait for it. */
-  CUDA_CHECK(cudaStreamSynchronize(0));
-  return mscclppSuccess;
+  return bytes == 0 ? mscclppSuccess : gpu_copy_sync(dst, src, bytes);
 }
 
 mscclppResult_t xg_dev_alloc(void** out, size_t bytes, const char* what) {
   *out = NULL;
   cudaError_t e = cudaMalloc(out, bytes ? bytes : 8);
-  if (e == cudaSuccess) e = cudaMemset(*out, 0, bytes ? bytes : 8);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
-    if (*out) cudaFree(*out);
     *out = NULL;
     return MPP_ERR(mscclppSystemError, "GPU executor: %zu bytes of device memory for %s: %s", bytes, what,
                    cudaGetErrorString(e));
   }
-  return mscclppSuccess;
+  mscclppResult_t res = gpu_zero_sync(*out, bytes ? bytes : 8);
+  if (res != mscclppSuccess) {
+    cudaFree(*out);
+    *out = NULL;
+  }
+  return res;
 }
 
 static void state_fini(struct mscclppComm* comm, void* state, int abort) {
@@ -121,23 +121,6 @@ mscclppResult_t xg_get(struct mscclppComm* comm, struct xg_state** out) {
                    comm->rank);
   *out = st;
   return mscclppSuccess;
-}
-
-mscclppResult_t xg_capturing(void* stream, int* yes) {
-  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &cs);
-  if (e != cudaSuccess) return cuda_error(e, "GPU executor: cudaStreamIsCapturing", __FILE__, __LINE__);
-  *yes = cs != cudaStreamCaptureStatusNone;
-  return mscclppSuccess;
-}
-
-mscclppResult_t xg_no_capture(const struct xg_state* st, void* stream, const char* what) {
-  int capturing = 0;
-  MPP_CHECK(xg_capturing(stream, &capturing));
-  if (!capturing) return mscclppSuccess;
-  return MPP_ERR(mscclppInvalidUsage, "GPU executor (rank %d): %s is needed while the stream is captured into a CUDA "
-                 "graph; run the first call with this plan and these buffers outside capture (it connects, "
-                 "registers and allocates)", st->rank, what);
 }
 
 #else /* no CUDA: there are no GPU ranks */

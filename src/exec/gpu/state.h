@@ -13,8 +13,9 @@
  *
  * Steps that talk to peers (connections, scratch growth, a new context) are collective: every
  * rank reaches them in the same call, because every rank runs the same plans with the same sizes
- * and (contract, docs/plans.md) uses new buffers in the same calls. None of them may run while
- * the stream is captured into a CUDA graph: a captured call must find everything cached. */
+ * and (contract, docs/plans.md) uses new buffers in the same calls. They may run while the stream
+ * is captured into a CUDA graph (every rank captures the same calls): they enqueue nothing on it
+ * nor on the legacy stream, and run in relaxed capture mode (run.c). */
 #ifndef MPP_EXEC_GPU_STATE_H_
 #define MPP_EXEC_GPU_STATE_H_
 
@@ -126,14 +127,12 @@ struct xg_state {
   /* image.c */
   struct xg_image* images[XG_MAX_IMAGES];
   int nimages, next_image;
+  struct xg_image** retired; /* images pushed out of `images`: kept (graphs captured earlier may name them) */
+  int nretired, capretired;
 };
 
 /* state.c */
 mscclppResult_t xg_get(struct mscclppComm* comm, struct xg_state** out);
-/* *yes: whether stream is being captured into a CUDA graph. */
-mscclppResult_t xg_capturing(void* stream, int* yes);
-/* InvalidUsage naming `what` when stream is being captured (setup cannot be captured). */
-mscclppResult_t xg_no_capture(const struct xg_state* st, void* stream, const char* what);
 /* Swaps size bytes with peer under the executor's bootstrap tag `sub`. */
 mscclppResult_t xg_swap(struct xg_state* st, int peer, int sub, const void* mine, void* theirs, size_t size);
 /* Marks the state broken with the current last error (after a failed collective step). */
@@ -172,8 +171,8 @@ mscclppResult_t xg_image_check_sizes(struct xg_image* img, const struct mscclppP
 void xg_images_fini(struct xg_state* st);
 
 /* bind.c: for img's calls with ctx's buffers (at layout l), the device table of port ids of its port
- * puts (*ports; NULL without) and its op tables (*tab; NULL without, or when first needed during
- * capture: the kernel then works them out itself). */
+ * puts (*ports; NULL without) and its op tables (*tab; NULL without: the kernel then works the
+ * windows and addresses out itself). */
 mscclppResult_t xg_bind_get(struct xg_state* st, struct xg_image* img, const struct mscclppPlan* plan,
                             const struct plan_layout* l, const struct xg_ctx* ctx, void* stream,
                             const uint32_t** ports, const char** tab);
