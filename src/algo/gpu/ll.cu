@@ -6,9 +6,11 @@
  * Flags and reuse. Every launch takes flag = last + 1 (never 0) from the device counter d.flag,
  * which the last block of the launch to finish advances, so CUDA graph replays get fresh flags
  * too. The launch uses the inboxes of parity flag & 1. Rank A may write parity p again (launch
- * k + 2) only once rank B finished reading it (launch k): every launch ends with each rank waiting
- * for every peer's sync packet of that launch, and B writes its sync packet of launch k + 1 only
- * after its launch k completed (same stream). So A, finishing launch k + 1, has seen B start k + 1. */
+ * k + 2) only once rank B finished reading it (launch k). A finishes launch k + 1 only after it
+ * read something B wrote in launch k + 1, which B wrote only after its launch k completed (same
+ * stream): B's data packets when B sends A data in that launch, else a sync packet that B sends
+ * and A awaits exactly for the pairs without data (both sides know every part's length). So A,
+ * finishing launch k + 1, has seen B start k + 1. */
 #include <cuda_runtime.h>
 
 #include <mscclpp/memory_channel.h>
@@ -23,13 +25,20 @@ __device__ __forceinline__ mscclppLL16Packet* ll_inbox(const gpu_dev& d, char* b
 }
 
 __device__ __forceinline__ uint64_t npk(uint64_t bytes) { return (bytes + 7) / 8; }
+
+/* Bytes of rank q's packets this rank reads in this launch (ll_copy: its part; ll_reduce: the own
+ * part's length from every peer); 0: a sync packet stands in for them. */
+__device__ __forceinline__ uint64_t ll_reads(const gx_plan& p, int rank, int q) {
+  return p.mode == GX_COPY ? p.recv_len[q] : p.mode == GX_REDUCE ? p.recv_len[rank] : 0;
+}
 __device__ __forceinline__ uint32_t tail(uint64_t bytes, uint64_t i) {
   uint64_t left = bytes - i * 8;
   return left < 8 ? (uint32_t)left : 8u;
 }
 
 /* Phase A: every part for a peer goes out as packets (scaled first for premulsum), then the sync
- * packet at the end of each peer inbox (last: the first data loads need not wait for the flag).
+ * packet at the end of the inbox of each peer that gets no data (last: the first data loads need
+ * not wait for the flag).
  * The peers' inboxes are found through kernel parameters (d.peer_scratch), not channel loads. */
 template <int DT>
 __device__ void ll_send(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint32_t tid, uint32_t nt) {
@@ -47,7 +56,8 @@ __device__ void ll_send(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint3
     }
   }
   for (uint32_t q = tid; q < (uint32_t)d.nranks; q += nt)
-    if ((int)q != d.rank) mscclppLL16Write(&ll_inbox(d, d.peer_scratch[q], parity, d.rank)[d.ll_slot / 16 - 1], 0, flag);
+    if ((int)q != d.rank && p.send_len[q] == 0)
+      mscclppLL16Write(&ll_inbox(d, d.peer_scratch[q], parity, d.rank)[d.ll_slot / 16 - 1], 0, flag);
 }
 
 /* Phase B, GX_COPY: the own part is copied unless in place (first: its loads need not wait behind
@@ -96,11 +106,12 @@ __device__ int ll_reduce(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint
   return MSCCLPP_DEVICE_OK;
 }
 
-/* Phase C: every peer's sync packet of this launch, then the last block advances the flag. Only
- * the next launch on this stream reads the flag and the count, after this one completed: neither
- * needs a fence, and a launch of one block needs no count. */
-__device__ void ll_finish(const gpu_dev& d, uint32_t flag, int failed) {
-  if (blockIdx.x == 0 && threadIdx.x < (unsigned)d.nranks && (int)threadIdx.x != d.rank && !failed) {
+/* Phase C: the sync packet of this launch from every peer that sent no data, then the last block
+ * advances the flag. Only the next launch on this stream reads the flag and the count, after this
+ * one completed: neither needs a fence, and a launch of one block needs no count. */
+__device__ void ll_finish(const gpu_dev& d, const gx_plan& p, uint32_t flag, int failed) {
+  if (blockIdx.x == 0 && threadIdx.x < (unsigned)d.nranks && (int)threadIdx.x != d.rank && !failed &&
+      ll_reads(p, d.rank, (int)threadIdx.x) == 0) {
     int q = (int)threadIdx.x;
     uint64_t v;
     (void)mscclppLL16Read(&ll_inbox(d, d.scratch, flag & 1, q)[d.ll_slot / 16 - 1], flag, &v, &d.chans[q].sem.wait);
@@ -123,7 +134,7 @@ __global__ void __launch_bounds__(GPU_LL_THREADS) ll_kernel(gpu_dev d, gx_plan p
   int rc = MSCCLPP_DEVICE_OK;
   if (p.mode == GX_COPY) rc = ll_copy(d, p, flag, tid, nt);
   else if (p.mode == GX_REDUCE) rc = ll_reduce<DT, OP>(d, p, flag, tid, nt);
-  ll_finish(d, flag, __syncthreads_or(rc != MSCCLPP_DEVICE_OK));
+  ll_finish(d, p, flag, __syncthreads_or(rc != MSCCLPP_DEVICE_OK));
 }
 
 typedef void (*ll_fn)(gpu_dev, gx_plan);
