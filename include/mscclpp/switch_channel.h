@@ -10,12 +10,19 @@
  * host's GPUs out of service. The multimem path is untested here.
  *
  * Ordering is the caller's: make the members' writes visible first (e.g. a memory-channel
- * signal/wait round among the group) before a reduce reads them. */
+ * signal/wait round among the group) before a reduce reads them.
+ *
+ * Device functions (CUDA C++ only): mscclppSwitchChannelReduce and ...ReduceBroadcast (templates
+ * over the element type and operator) and ...Broadcast. Host functions (plain C, for host threads
+ * of CPU ranks, whose peers[] are host memory): mscclppSwitchChannelReduceHost, ...BroadcastHost
+ * and ...ReduceBroadcastHost, with the same offsets, counts and (tid, nthreads) cooperation and
+ * the datatype and operator as arguments; they fence nothing either. */
 #ifndef MSCCLPP_SWITCH_CHANNEL_H_
 #define MSCCLPP_SWITCH_CHANNEL_H_
 
 #include <stdint.h>
 
+#include <mscclpp/collectives.h>
 #include <mscclpp/comm.h>
 #include <mscclpp/copy.h>
 #include <mscclpp/device.h>
@@ -202,6 +209,49 @@ extern "C" {
  * p2p, CPU ranks of one host through shm). The imports live until mscclppCommReleaseChannels. */
 mscclppResult_t mscclppSwitchChannelCreate(mscclppComm_t comm, const int* ranks, int nranks, mscclppRegMem_t local,
                                            mscclppSwitchChannel* chan);
+
+/* Host counterparts of the device functions above, for a channel whose peers[] are host memory
+ * mapped here (CPU ranks; a GPU rank's peers[] are device addresses: use the device functions).
+ * Each is cooperative like its device twin: every one of nthreads host threads calls it with its
+ * own tid (0 <= tid < nthreads) and otherwise equal arguments, and together they cover the range
+ * (each tid one contiguous slice); nthreads 1 does it all in one call. offset is in bytes (the same in every member's buffer),
+ * count in elements of dtype; the buffers' sizes are the caller's to respect. multicast is ignored.
+ *
+ * Memory ordering is the caller's, as on the device: these are plain loads and stores, no fence.
+ * Before a reduce, the members' writes must be visible here (a memory-channel signal/wait round,
+ * a bootstrap barrier); after a broadcast, the members read only after such a round.
+ *
+ * Datatypes: every mscclppDataType_t. Arithmetic is the library's host reduction (that of the
+ * CPU-rank collectives): integers wrap, 16-bit and fp8 floats are combined in fp32 and rounded once
+ * at the end, min and max ignore a NaN unless every input is NaN. This equals the device functions
+ * whenever the sums are exact in the type and no input is NaN (the device rounds 16-bit sums after
+ * every member).
+ *
+ * Bad arguments return mscclppInvalidArgument with a message (mscclppGetLastError): NULL channel or
+ * buffer, a channel without 1..MSCCLPP_SWITCH_MAX_RANKS mapped members, an unknown dtype or op, a
+ * byte range that overflows, tid >= nthreads, or a dst or src that partly overlaps a member's
+ * range. */
+
+/* dst[i] = op over the members of element i of their buffer at byte offset, for i < count. dst is
+ * any host pointer; it may be exactly one member's range (that member's values are then replaced
+ * while the others may still read them: order that yourself), not partly overlap one. */
+mscclppResult_t mscclppSwitchChannelReduceHost(const mscclppSwitchChannel* ch, void* dst, uint64_t offset,
+                                               uint64_t count, mscclppDataType_t dtype, mscclppSwitchOp_t op,
+                                               uint32_t tid, uint32_t nthreads);
+
+/* Every member's buffer[offset, offset + bytes) = src[0, bytes). src is any host pointer; it may be
+ * exactly one member's range (that member is skipped), not partly overlap one. */
+mscclppResult_t mscclppSwitchChannelBroadcastHost(const mscclppSwitchChannel* ch, const void* src, uint64_t offset,
+                                                  uint64_t bytes, uint32_t tid, uint32_t nthreads);
+
+/* In place over the group: element i (i < count, at byte offset) of every member becomes op over
+ * all members' element i. Concurrent calls (other members', or other threads' not of the same
+ * cooperative call, which split one range) must use disjoint ranges: an element read after another
+ * call stored its result would be combined again (harmless only for min and max). Split the range
+ * among the members to share the work. */
+mscclppResult_t mscclppSwitchChannelReduceBroadcastHost(const mscclppSwitchChannel* ch, uint64_t offset,
+                                                        uint64_t count, mscclppDataType_t dtype, mscclppSwitchOp_t op,
+                                                        uint32_t tid, uint32_t nthreads);
 
 #ifdef __cplusplus
 } /* extern "C" */
