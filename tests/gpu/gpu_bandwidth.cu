@@ -67,35 +67,47 @@ static double run_once(struct bw* b, int mode, int all, uint64_t n) {
   return ms * 1e3;
 }
 
-/* The data of the last run: puts land in the peers' slots of their senders, gets in src. */
+/* Pattern tags: what a rank's puts send (its src), and what a rank leaves in its scratch for the
+ * gets of its peers. Different tags: a get that did not happen leaves the put pattern (or zeros). */
+#define TAG_PUT 3
+#define TAG_GET 4
+
+/* The data of the last run: a put of rank p lands in its peer's scratch slot p and must hold p's put
+ * pattern; the get of this rank from peer g lands in src[g * n, +n) and must hold the pattern that
+ * peer wrote (prepare). */
 static void verify(struct bw* b, int mode, int all, uint64_t n) {
   struct gt_ctx* c = &b->c;
   CHECK_OK(mscclppBootstrapBarrier(c->comm));
   if (mode == SM_GET) {
     if (all || c->rank == 0)
       for (int g = 0; g < (all ? b->npeers : 1); g++) {
-        unsigned long long bad = gt_count_bad(c->src + (uint64_t)g * n, n, 0, 3, c->rank);
+        unsigned long long bad = gt_count_bad(c->src + (uint64_t)g * n, n, 0, TAG_GET, b->peers[g]);
         CHECK_MSG(bad == 0, "%s of %llu bytes from rank %d: %llu wrong", mode_name[mode], (unsigned long long)n, b->peers[g], bad);
       }
   } else {
     for (int g = 0; g < b->npeers; g++) {
       int p = b->peers[g];
       if (!all && !(p == 0 && c->rank == 1)) continue;
-      unsigned long long bad = gt_count_bad(c->scratch + (uint64_t)p * b->slot, n, 0, 3, p);
+      unsigned long long bad = gt_count_bad(c->scratch + (uint64_t)p * b->slot, n, 0, TAG_PUT, p);
       CHECK_MSG(bad == 0, "%s of %llu bytes from rank %d: %llu wrong", mode_name[mode], (unsigned long long)n, p, bad);
     }
   }
   CHECK_OK(mscclppBootstrapBarrier(c->comm));
 }
 
-/* Prepares the data: src[0, slot) holds this rank's pattern, and every peer's scratch slot of this
- * rank too (what gets read back). */
-static void prepare(struct bw* b) {
+/* Prepares the data of one mode: src is zeroed, then src[0, slot) holds this rank's put pattern.
+ * A put mode zeroes the scratch, so only the puts can bring their senders' patterns there; a get
+ * mode writes this rank's get pattern into its scratch slot of every peer (what that peer gets).
+ * Ordering: the fills are done (stream synchronized, so the writes are visible to the peers' reads
+ * through the mapping) before this rank enters the barrier that every get of a peer comes after. */
+static void prepare(struct bw* b, int mode) {
   struct gt_ctx* c = &b->c;
-  gt_fill<<<528, 512, 0, gt_stream>>>(c->src, b->slot, 3, c->rank);
-  CUDA_OK(gt_sync());
-  for (int p = 0; p < c->nranks; p++)
-    if (p != c->rank) gt_fill<<<528, 512, 0, gt_stream>>>(c->scratch + (uint64_t)p * b->slot, b->slot, 3, p);
+  CUDA_OK(cudaMemsetAsync(c->src, 0, c->bytes, gt_stream));
+  gt_fill<<<528, 512, 0, gt_stream>>>(c->src, b->slot, TAG_PUT, c->rank);
+  CUDA_OK(cudaMemsetAsync(c->scratch, 0, c->bytes, gt_stream));
+  if (mode == SM_GET)
+    for (int g = 0; g < b->npeers; g++)
+      gt_fill<<<528, 512, 0, gt_stream>>>(c->scratch + (uint64_t)b->peers[g] * b->slot, b->slot, TAG_GET, c->rank);
   CUDA_OK(gt_sync());
   CHECK_OK(mscclppBootstrapBarrier(c->comm));
 }
@@ -150,7 +162,7 @@ int main(int argc, char** argv) {
   CHECK_OK(mscclppProxyServiceStart(b.proxy));
   for (int mode = 0; mode < NMODES; mode++)
     for (int all = 0; all < 2; all++) {
-      prepare(&b);
+      prepare(&b, mode);
       measure(&b, mode, all, max);
     }
   CHECK_OK(mscclppProxyServiceDestroy(b.proxy));
