@@ -1,7 +1,9 @@
 /* Put and get bandwidth from 4 KiB to 1 GiB: by SM (memory channels, 528 blocks x 512 threads split
- * among the peers) and by copy engine (port channels through the proxy), to one peer (rank 0 ->
- * rank 1) and to all peers at once (every rank to every other). Medians of many runs; the data of
- * the largest size of every mode is checked. 77 without enough GPUs.
+ * among the peers) and by copy engine (puts: port channels through the proxy; gets: copies this
+ * rank enqueues from the peer's memory mapped here, one stream per peer), to one peer (rank 0 ->
+ * rank 1, or rank 0 getting from rank 1) and to all peers at once (every rank to / from every
+ * other). Medians of many runs; the data of the largest size of every mode is checked. 77 without
+ * enough GPUs.
  *
  *   gpu_bandwidth [MAX_BYTES] */
 #include "gpu_common.h"
@@ -40,12 +42,35 @@ struct bw {
   mscclppMemoryChannel* d_mem;
   mscclppPortChannel* d_port;
   mscclppProxyService_t proxy;
+  char* peer_scratch[GT_MAX_RANKS];     /* [g]: peers[g]'s scratch, mapped here */
+  cudaStream_t get_stream[GT_MAX_RANKS]; /* [g]: this rank's copy-engine gets from peers[g] */
+  cudaEvent_t get_done[GT_MAX_RANKS];    /* [g]: recorded on get_stream[g] after its get */
 };
 
-enum mode { SM_PUT, SM_GET, CE_PUT, NMODES };
-static const char* mode_name[NMODES] = {"SM put", "SM get", "CE put"};
+enum mode { SM_PUT, SM_GET, CE_PUT, CE_GET, NMODES };
+static const char* mode_name[NMODES] = {"SM put", "SM get", "CE put", "CE get"};
 
-/* Runs mode once with every active peer; returns the time in us (cudaEvents around the kernel). */
+/* Copy-engine get of n bytes from each of the first np peers at once: peers[g]'s scratch slot of
+ * this rank -> src[g * n, +n), each on its own stream (as each connection has its own proxy lane
+ * for CE puts). All copies are enqueued first, then the joins. Every get stream waits for `start`
+ * (recorded on gt_stream), and gt_stream waits for every get_done: whatever gt_stream records next
+ * completes after all the gets. The source was written before the peer entered the barrier this
+ * rank passed before calling (prepare); nothing writes it during the gets. */
+static void ce_get(struct bw* b, int np, uint64_t n, cudaEvent_t start) {
+  struct gt_ctx* c = &b->c;
+  for (int g = 0; g < np; g++) {
+    CUDA_OK(cudaStreamWaitEvent(b->get_stream[g], start, 0));
+    const char* from = b->peer_scratch[g] + (uint64_t)c->rank * b->slot;
+    CUDA_OK(gt_copy_ce(c->src + (uint64_t)g * n, from, n, b->get_stream[g]));
+  }
+  for (int g = 0; g < np; g++) {
+    CUDA_OK(cudaEventRecord(b->get_done[g], b->get_stream[g]));
+    CUDA_OK(cudaStreamWaitEvent(gt_stream, b->get_done[g], 0));
+  }
+}
+
+/* Runs mode once with every active peer; returns the time in us (cudaEvents on gt_stream around the
+ * kernel, or around the gets joined back into gt_stream). */
 static double run_once(struct bw* b, int mode, int all, uint64_t n) {
   struct gt_ctx* c = &b->c;
   int np = all ? b->npeers : 1;
@@ -56,6 +81,8 @@ static double run_once(struct bw* b, int mode, int all, uint64_t n) {
   CUDA_OK(cudaEventRecord(e0, gt_stream));
   if (mode == CE_PUT)
     k_ce<<<1, 1, 0, gt_stream>>>(b->d_port, peers, np, b->slot, c->rank, n, b->d_rc);
+  else if (mode == CE_GET)
+    ce_get(b, np, n, e0);
   else
     k_sm<<<BLOCKS / np * np, THREADS, 0, gt_stream>>>(b->d_mem, peers, np, b->slot, c->rank, n, mode == SM_GET);
   CUDA_OK(cudaEventRecord(e1, gt_stream));
@@ -78,7 +105,7 @@ static double run_once(struct bw* b, int mode, int all, uint64_t n) {
 static void verify(struct bw* b, int mode, int all, uint64_t n) {
   struct gt_ctx* c = &b->c;
   CHECK_OK(mscclppBootstrapBarrier(c->comm));
-  if (mode == SM_GET) {
+  if (mode == SM_GET || mode == CE_GET) {
     if (all || c->rank == 0)
       for (int g = 0; g < (all ? b->npeers : 1); g++) {
         unsigned long long bad = gt_count_bad(c->src + (uint64_t)g * n, n, 0, TAG_GET, b->peers[g]);
@@ -105,7 +132,7 @@ static void prepare(struct bw* b, int mode) {
   CUDA_OK(cudaMemsetAsync(c->src, 0, c->bytes, gt_stream));
   gt_fill<<<528, 512, 0, gt_stream>>>(c->src, b->slot, TAG_PUT, c->rank);
   CUDA_OK(cudaMemsetAsync(c->scratch, 0, c->bytes, gt_stream));
-  if (mode == SM_GET)
+  if (mode == SM_GET || mode == CE_GET)
     for (int g = 0; g < b->npeers; g++)
       gt_fill<<<528, 512, 0, gt_stream>>>(c->scratch + (uint64_t)b->peers[g] * b->slot, b->slot, TAG_GET, c->rank);
   CUDA_OK(gt_sync());
@@ -152,6 +179,10 @@ int main(int argc, char** argv) {
     int sem = -1;
     CHECK_OK(mscclppProxyServiceAddSemaphore(b.proxy, c->conn[p], &sem));
     CHECK_OK(mscclppPortChannelCreate(b.proxy, sem, c->peer_scratch[p], c->src_reg, p, &port[p]));
+    CHECK_OK(mscclppRegMemInfo(c->peer_scratch[p], (void**)&b.peer_scratch[b.npeers], NULL, NULL));
+    CHECK_MSG(b.peer_scratch[b.npeers] != NULL, "rank %d: rank %d's scratch is not mapped here", c->rank, p);
+    CUDA_OK(cudaStreamCreateWithFlags(&b.get_stream[b.npeers], cudaStreamNonBlocking));
+    CUDA_OK(cudaEventCreateWithFlags(&b.get_done[b.npeers], cudaEventDisableTiming));
     b.peers[b.npeers++] = p;
   }
   b.d_mem = gt_to_device(mem, c->nranks);
@@ -166,6 +197,10 @@ int main(int argc, char** argv) {
       measure(&b, mode, all, max);
     }
   CHECK_OK(mscclppProxyServiceDestroy(b.proxy));
+  for (int g = 0; g < b.npeers; g++) {
+    CUDA_OK(cudaStreamDestroy(b.get_stream[g]));
+    CUDA_OK(cudaEventDestroy(b.get_done[g]));
+  }
   CUDA_OK(cudaFree(b.d_mem));
   CUDA_OK(cudaFree(b.d_port));
   CUDA_OK(cudaFree(b.d_peers));
