@@ -120,7 +120,8 @@ fi
 rm -rf "$perf_plans"
 
 # The channel primitives against raw baselines (issue 3's table), with the put/get sweep from 4 KiB
-# to 1 GiB, one peer and all peers at once (GPU_CHECK_PRIM=0 skips it).
+# to 1 GiB (SM and copy-engine puts and gets), one peer and all peers at once (GPU_CHECK_PRIM=0
+# skips it). Its table is only printed (primbench.txt), never parsed here.
 if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PRIM:-1}" != 0 ]; then
   timeout "$perf_timeout" "$bin/mscclpp-run" -n "$ngpus" "$bin/mscclpp-primbench" --sweep >"$out/primbench.txt" 2>&1
   add "primbench --sweep ($ngpus GPU ranks)" "exit $?"
