@@ -82,6 +82,17 @@ static uint64_t thread_share(uint64_t n, uint32_t tid, uint32_t nthreads, uint64
   return base + (tid < extra ? 1 : 0);
 }
 
+/* The checks of a reduction (check_elems, check_channel) and thread tid's share of the count:
+ * its first element (*first) and its length (*n). */
+static mscclppResult_t check_reduce(const char* fn, const mscclppSwitchChannel* ch, uint64_t offset, uint64_t count,
+                                    mscclppDataType_t dtype, mscclppSwitchOp_t op, uint32_t tid, uint32_t nthreads,
+                                    struct elems* e, uint64_t* first, uint64_t* n) {
+  MPP_CHECK(check_elems(fn, count, dtype, op, e));
+  MPP_CHECK(check_channel(fn, ch, offset, e->bytes, tid, nthreads));
+  *n = thread_share(count, tid, nthreads, first);
+  return mscclppSuccess;
+}
+
 /* srcs[r] = member r's buffer + at. */
 static void member_ptrs(const mscclppSwitchChannel* ch, uint64_t at, const void** srcs) {
   for (int r = 0; r < ch->nranks; r++) srcs[r] = (const char*)ch->peers[r] + at;
@@ -93,11 +104,10 @@ mscclppResult_t mscclppSwitchChannelReduceHost(const mscclppSwitchChannel* ch, v
   static const char fn[] = "mscclppSwitchChannelReduceHost";
   err_clear();
   struct elems e;
-  MPP_CHECK(check_elems(fn, count, dtype, op, &e));
-  MPP_CHECK(check_channel(fn, ch, offset, e.bytes, tid, nthreads));
+  uint64_t first, n;
+  MPP_CHECK(check_reduce(fn, ch, offset, count, dtype, op, tid, nthreads, &e, &first, &n));
   MPP_CHECK_ARG(dst != NULL, "%s: dst is NULL", fn);
   MPP_CHECK(check_overlap(fn, "dst", ch, dst, offset, e.bytes));
-  uint64_t first, n = thread_share(count, tid, nthreads, &first);
   if (n == 0) return mscclppSuccess;
   const void* srcs[MSCCLPP_SWITCH_MAX_RANKS];
   member_ptrs(ch, offset + first * e.size, srcs);
@@ -128,9 +138,9 @@ mscclppResult_t mscclppSwitchChannelReduceBroadcastHost(const mscclppSwitchChann
   static const char fn[] = "mscclppSwitchChannelReduceBroadcastHost";
   err_clear();
   struct elems e;
-  MPP_CHECK(check_elems(fn, count, dtype, op, &e));
-  MPP_CHECK(check_channel(fn, ch, offset, e.bytes, tid, nthreads));
-  uint64_t first, n = thread_share(count, tid, nthreads, &first), step = RB_CHUNK_BYTES / e.size;
+  uint64_t first, n;
+  MPP_CHECK(check_reduce(fn, ch, offset, count, dtype, op, tid, nthreads, &e, &first, &n));
+  uint64_t step = RB_CHUNK_BYTES / e.size;
   const void* srcs[MSCCLPP_SWITCH_MAX_RANKS];
   for (uint64_t done = 0; done < n; done += step) {
     uint64_t k = n - done < step ? n - done : step, at = offset + (first + done) * e.size;

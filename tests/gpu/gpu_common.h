@@ -38,29 +38,15 @@ static inline cudaError_t gt_memcpy(void* dst, const void* src, size_t n, cudaMe
   return e != cudaSuccess ? e : cudaMemcpy(dst, src, n, kind);
 }
 
-/* Enqueues n bytes from src to dst on stream s on a copy engine where the driver allows: one
- * cudaMemcpyBatchAsync with cudaMemcpyFlagPreferOverlapWithCompute, the request the proxy makes for
- * port-channel puts (src/proxy/p2p.c; a plain copy between buffers mapped into this device may run as
- * a kernel on the SMs). A driver that refuses the batch call gets plain cudaMemcpyAsync from then on,
- * with one note on stderr. dst and src: this device's memory or a peer's mapped here. */
+/* The proxy's copy-engine put (src/proxy/p2p.c, in the static library every GPU test links): n
+ * bytes from src to dst on stream `lane`, asked of a copy engine (a plain copy between buffers mapped
+ * into this device may run as a kernel on the SMs); plain cudaMemcpyAsync where the driver refuses. */
+extern "C" mscclppResult_t p2p_put(void* lane, void* dst, const void* src, uint64_t size);
+
+/* Enqueues n bytes from src to dst on stream s the way the proxy's port-channel puts go (dst and
+ * src: this device's memory or a peer's mapped here). */
 static inline cudaError_t gt_copy_ce(void* dst, const void* src, size_t n, cudaStream_t s) {
-  static int batch_refused = 0;
-  if (!batch_refused) {
-    struct cudaMemcpyAttributes attr;
-    memset(&attr, 0, sizeof(attr));
-    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-    attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
-    void* dsts[1] = {dst};
-    const void* srcs[1] = {src};
-    size_t sizes[1] = {n}, first[1] = {0};
-    cudaError_t e = cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, first, 1, s);
-    if (e == cudaSuccess) return e;
-    (void)cudaGetLastError();
-    batch_refused = 1;
-    fprintf(stderr, "note: cudaMemcpyBatchAsync refused (%s); plain cudaMemcpyAsync from now on\n",
-            cudaGetErrorString(e));
-  }
-  return cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s);
+  return p2p_put((void*)s, dst, src, (uint64_t)n) == mscclppSuccess ? cudaSuccess : cudaErrorUnknown;
 }
 
 struct gt_ctx {
