@@ -2,7 +2,8 @@
  *
  *   mscclpp-plan validate FILE...             loads every plan: "FILE: OK" or the error (exit 1)
  *   mscclpp-plan run FILE... -n RANKS [--size BYTES[,BYTES...]] [--dtype T[,T...]|all] [--cpu|--gpu]
- *                    [--ll8] [--iters N]      runs the plans (in turn, one communicator) on RANKS
+ *                    [--ll8] [--iters N] [--hosts H]
+ *                                             runs the plans (in turn, one communicator) on RANKS
  *                                             ranks (mscclpp-run beside this program) and checks
  *                                             each result against the plan's collective; prints
  *                                             the mean time per call. --dtype: each datatype in
@@ -10,8 +11,9 @@
  *                                             take, int8 .. f8e5m2). --gpu: GPU ranks (one GPU
  *                                             per local rank; buffers from cudaMalloc, calls on a
  *                                             stream, timed to the stream's end); --ll8: LL plans
- *                                             with LL8 packets (GPU ranks; CPU ranks accept it and
- *                                             keep their own)
+ *                                             with LL8 packets (GPU ranks); --hosts H: CPU rank r
+ *                                             acts as a rank of host r % H (ranks of different
+ *                                             hosts reach each other over tcp)
  *   mscclpp-plan draw FILE [--dot]            the plan step by step, or a graphviz graph
  *
  * --size is the per-rank input in bytes (reducescatter: the per-rank output). Checked
