@@ -5,10 +5,9 @@
  * Rank kinds. On CPU ranks every buffer is host memory (any: malloc, stack, mmap) and every call is
  * blocking: it returns once this rank's part is complete and its output is in place; the stream is
  * ignored. On GPU ranks buffers are device memory and calls are ordered on the stream (a
- * cudaStream_t) and may be captured into CUDA graphs, the communicator's first one included (it
- * sets up the scratch and channels without enqueueing anything on the caller's stream or the
- * legacy default stream, so any capture mode works); a call served by a registered execution
- * plan is the exception: its first call with a plan and buffers runs outside capture.
+ * cudaStream_t) and may be captured into CUDA graphs, the communicator's first one included, also
+ * when a registered execution plan serves it (setup enqueues nothing on the caller's stream or on
+ * the legacy default stream, so any capture mode works).
  *
  * Every rank of the communicator calls the same collectives in the same order with matching
  * arguments (count, datatype, op, root); a mismatch detected on the wire is an error naming the

@@ -42,11 +42,13 @@ mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info);
 /* Runs the plan on this rank (collective: every rank of comm calls it with the same plan and
  * sizes). sendBytes/recvBytes are the byte sizes of this rank's input and output; datatype decides
  * how reductions combine elements. CPU ranks run the plan on host threads and return when it is
- * done (stream is ignored). GPU ranks enqueue one kernel on stream (LL plans use LL16 packets);
- * the plan reads and writes peers' buffers directly, so every rank's buffers are registered and
- * exchanged the first time a buffer pair is used (a collective step: outside CUDA-graph capture),
- * then cached on the communicator with the channels and scratch, so later calls, captured or not,
- * do no setup. Ranks must call with the same plans, sizes and buffers-in-the-same-calls.
+ * done (stream is ignored); their peers may be on other hosts (reached over tcp). GPU ranks (all
+ * on one host) enqueue one kernel on stream (LL plans use LL16 packets); the plan reads and writes
+ * peers' buffers directly, so every rank's buffers are registered and exchanged the first time a
+ * buffer pair is used (a collective step, which may be captured into a CUDA graph like any call:
+ * it enqueues nothing but the kernel), then cached on the communicator with the channels and
+ * scratch, so later calls do no setup. Ranks must call with the same plans, sizes and
+ * buffers-in-the-same-calls.
  * mscclppExecutePlanPacket below picks LL8 instead. */
 mscclppResult_t mscclppExecutePlan(mscclppComm_t comm, mscclppPlan_t plan, const void* sendbuff, void* recvbuff,
                                    size_t sendBytes, size_t recvBytes, mscclppDataType_t datatype, void* stream);

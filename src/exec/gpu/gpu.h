@@ -16,7 +16,7 @@ struct mscclppPlan;
 /* Enqueues one call of plan on stream (a cudaStream_t; NULL: the legacy default stream) and
  * returns without waiting for it. Connects, registers and allocates on first use (collective:
  * see docs/plans.md for what every rank must do alike), also while the stream is being captured
- * into a CUDA graph (only evicting the oldest of 64 plan images cannot be captured). packet: EXEC_GPU_LL16 or EXEC_GPU_LL8 for the packets of LL
+ * into a CUDA graph. packet: EXEC_GPU_LL16 or EXEC_GPU_LL8 for the packets of LL
  * plans (every rank must use the same). A failure of an earlier call found on the device is
  * returned here (and by every later call: the communicator cannot run plans after one). */
 mscclppResult_t exec_gpu_run(struct mscclppComm* comm, struct mscclppPlan* plan, const void* send, void* recv,
