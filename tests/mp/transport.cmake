@@ -17,3 +17,5 @@ mpp_mp_test(transport_flush NRANKS 2 TESTNAME transport_flush_tcp ARGS tcp SOURC
 mpp_mp_test(transport_peerdeath NRANKS 2 TESTNAME transport_peerdeath_tcp ARGS tcp SOURCES ${TDIR}/transport_peerdeath.c)
 mpp_mp_test(transport_peerdeath NRANKS 2 TESTNAME transport_peerdeath_shm ARGS shm SOURCES ${TDIR}/transport_peerdeath.c)
 mpp_mp_test(transport_errors NRANKS 2 SOURCES ${TDIR}/transport_errors.c)
+# The internal host-memory reads and writes of tcp connections (the CPU executor across hosts).
+mpp_mp_test(transport_hostio NRANKS 2 TESTNAME transport_hostio_tcp SOURCES ${TDIR}/transport_hostio.c)
