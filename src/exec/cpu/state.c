@@ -1,5 +1,6 @@
 /* state.c - the CPU executor's per-communicator state (COMM_EXT_EXEC): the sync and data regions
  * shared with every rank, the rank barrier, per-plan state. See cpu.h for the memory layout. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,7 +132,8 @@ static mscclppResult_t publish_slot(struct exec_cpu* st, int r, uint64_t k, int 
   struct exec_sync_slot* own = exec_slot(st->sync, st->rank);
   uint64_t at = (uint64_t)st->rank * sizeof(struct exec_sync_slot);
   if (!st->peer_sync[r]) {
-    if (offsets) MPP_CHECK(exec_remote_write(st, r, 1, at + 8, &own->in_off, 3 * sizeof(uint64_t)));
+    if (offsets)
+      MPP_CHECK(exec_remote_write(st, r, 1, at + offsetof(struct exec_sync_slot, in_off), &own->in_off, 3 * sizeof(uint64_t)));
     return exec_remote_store(st, r, at, k); /* lands after the offsets */
   }
   struct exec_sync_slot* theirs = exec_slot(st->peer_sync[r], st->rank);
