@@ -50,20 +50,8 @@ static void test_idle_flush(mscclppConnection_t conn) {
 /* Rank 1 registers a buffer, hands its blob to rank 0 and releases it; rank 0's writes to it are
  * refused by rank 1's receiver, and rank 0's flush says so. */
 static void test_rejected(mscclppComm_t comm, int rank, mscclppConnection_t conn, mscclppRegisteredMemory* reg) {
-  unsigned char blob[MSCCLPP_REGMEM_BLOB_BYTES];
-  size_t len = sizeof(blob);
-  if (rank == 1) {
-    void* extra = malloc(4096);
-    mscclppRegMem_t mem;
-    CHECK_OK(mscclppRegisterMemory(comm, extra, 4096, &mem));
-    CHECK_OK(mscclppRegMemSerialize(mem, blob, &len));
-    CHECK_OK(mscclppRegMemRelease(mem));
-    free(extra);
-    CHECK_OK(mscclppBootstrapSend(comm, 0, TAG_BLOB, blob, sizeof(blob)));
-  } else {
-    CHECK_OK(mscclppBootstrapRecv(comm, 1, TAG_BLOB, blob, sizeof(blob)));
-    mscclppRegMem_t gone;
-    CHECK_OK(mscclppRegMemDeserialize(comm, blob, sizeof(blob), &gone));
+  mscclppRegMem_t gone = tmp_released_reg(comm, rank, TAG_BLOB);
+  if (rank == 0) {
     CHECK_OK(mscclppConnectionWrite(conn, gone, 16, reg->local, 0, 100));
     CHECK_RES(mscclppConnectionFlush(conn, -1), mscclppRemoteError);
     CHECK_ERR_MENTIONS("rejected");

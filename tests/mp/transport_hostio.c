@@ -38,21 +38,8 @@ static void write_pattern(mscclppConnection_t conn, mscclppRegMem_t peer, uint64
 
 /* A registration rank 1 made and released: rank 0's read of it is refused by rank 1's receiver. */
 static void test_refused(mscclppComm_t comm, int rank, mscclppConnection_t conn, mscclppRegisteredMemory* reg) {
-  unsigned char blob[MSCCLPP_REGMEM_BLOB_BYTES];
-  size_t len = sizeof(blob);
-  if (rank == 1) {
-    void* extra = malloc(4096);
-    mscclppRegMem_t mem;
-    CHECK_OK(mscclppRegisterMemory(comm, extra, 4096, &mem));
-    CHECK_OK(mscclppRegMemSerialize(mem, blob, &len));
-    CHECK_OK(mscclppRegMemRelease(mem));
-    free(extra);
-    CHECK_OK(mscclppBootstrapSend(comm, 0, TAG_BLOB, blob, sizeof(blob)));
-    return;
-  }
-  CHECK_OK(mscclppBootstrapRecv(comm, 1, TAG_BLOB, blob, sizeof(blob)));
-  mscclppRegMem_t gone;
-  CHECK_OK(mscclppRegMemDeserialize(comm, blob, sizeof(blob), &gone));
+  mscclppRegMem_t gone = tmp_released_reg(comm, rank, TAG_BLOB);
+  if (rank == 1) return;
   char dst[64];
   CHECK_RES(connection_read_host(conn, dst, gone, 8, sizeof(dst)), mscclppRemoteError);
   CHECK_ERR_MENTIONS("refused");

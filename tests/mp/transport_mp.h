@@ -58,4 +58,25 @@ static inline double tmp_now(void) {
 #define CHECK_ERR_MENTIONS(what) \
   CHECK_MSG(strstr(mscclppGetLastError(), (what)) != NULL, "expected '%s' in: %s", (what), mscclppGetLastError())
 
+/* Rank 1 registers 4 KiB, hands the registration's blob to rank 0 (bootstrap tag `tag`) and releases
+ * it; rank 0 gets a handle to it (what rank 1's receiver now refuses) and returns it, rank 1 NULL. */
+static inline mscclppRegMem_t tmp_released_reg(mscclppComm_t comm, int rank, int tag) {
+  unsigned char blob[MSCCLPP_REGMEM_BLOB_BYTES];
+  size_t len = sizeof(blob);
+  if (rank == 1) {
+    void* extra = malloc(4096);
+    mscclppRegMem_t mem;
+    CHECK_OK(mscclppRegisterMemory(comm, extra, 4096, &mem));
+    CHECK_OK(mscclppRegMemSerialize(mem, blob, &len));
+    CHECK_OK(mscclppRegMemRelease(mem));
+    free(extra);
+    CHECK_OK(mscclppBootstrapSend(comm, 0, tag, blob, sizeof(blob)));
+    return NULL;
+  }
+  CHECK_OK(mscclppBootstrapRecv(comm, 1, tag, blob, sizeof(blob)));
+  mscclppRegMem_t gone;
+  CHECK_OK(mscclppRegMemDeserialize(comm, blob, sizeof(blob), &gone));
+  return gone;
+}
+
 #endif /* MPP_TESTS_MP_TRANSPORT_MP_H_ */
