@@ -644,7 +644,8 @@ static void json_result(FILE* f, const char* key, const struct bench* b, const s
     return;
   }
   double algbw = (double)s->bytes / (r->time_us * 1e-6) / 1e9;
-  fprintf(f, "\"%s\": {\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": ", key, r->time_us, algbw,
+  /* Significant digits, not fixed decimals: a slow CPU-rank row keeps its precision. */
+  fprintf(f, "\"%s\": {\"time_us\": %.9g, \"algbw_gbs\": %.9g, \"busbw_gbs\": %.9g, \"wrong\": ", key, r->time_us, algbw,
           algbw * bus_factor(b->o.coll, b->n));
   if (r->wrong == (size_t)-1) fprintf(f, "null}");
   else fprintf(f, "%zu}", r->wrong);
