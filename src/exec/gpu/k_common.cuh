@@ -20,6 +20,7 @@ struct xk {
   uint32_t op_index;     /* index of the running op in the block (errors name it) */
   int32_t code;          /* its op code */
   uint32_t flag;         /* this call's packet flag */
+  int32_t pkt;           /* the call's packet format (xg_params.pkt), beside the flag: one load per packet op */
   uint64_t half;         /* this call's scratch half (byte offset) */
   uint64_t launch;       /* this call's number */
   uint32_t nops;                     /* the block's ops ... */
@@ -103,11 +104,11 @@ __device__ __noinline__ void xk_fail(const xk& k, int what, int peer) {
 __device__ __forceinline__ uint64_t xk_units(uint64_t n, uint32_t U) { return (n + U - 1) >> (U == 8 ? 3 : 2); }
 
 /* The payload unit of plain packet ops. */
-__device__ __forceinline__ uint32_t xk_unit(const xk& k) { return k.P->pkt == 8 ? 4u : 8u; }
+__device__ __forceinline__ uint32_t xk_unit(const xk& k) { return k.pkt == 8 ? 4u : 8u; }
 
 /* Writes unit u (len <= U valid bytes of v) as packets at base. */
 __device__ __forceinline__ void xk_pk_write(const xk& k, char* base, uint64_t u, uint32_t U, uint64_t v, uint32_t len) {
-  if (k.P->pkt != 8) {
+  if (k.pkt != 8) {
     mscclppLL16Write((mscclppLL16Packet*)base + u, v, k.flag);
   } else if (U == 4) {
     mscclppLL8Write((mscclppLL8Packet*)base + u, (uint32_t)v, k.flag);
@@ -121,7 +122,7 @@ __device__ __forceinline__ void xk_pk_write(const xk& k, char* base, uint64_t u,
 __device__ __forceinline__ int xk_pk_read(const xk& k, const char* base, uint64_t u, uint32_t U, uint32_t len,
                                           uint64_t* v) {
   const mscclppWaitInfo* w = &k.P->wait;
-  if (k.P->pkt != 8) return mscclppLL16Read((const mscclppLL16Packet*)base + u, k.flag, v, w);
+  if (k.pkt != 8) return mscclppLL16Read((const mscclppLL16Packet*)base + u, k.flag, v, w);
   uint32_t lo = 0, hi = 0;
   const mscclppLL8Packet* p = (const mscclppLL8Packet*)base + (U == 4 ? u : 2 * u);
   int rc = mscclppLL8Read(p, k.flag, &lo, w);

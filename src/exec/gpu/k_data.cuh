@@ -63,9 +63,10 @@ __device__ __forceinline__ void xk_copy(char* d, const char* s, uint64_t n) {
   mscclppCopy(d, s, n, xk_tid(), xk_nt());
 }
 
-/* put / get / copy through memory: one source to every destination, or source i to destination i. */
-__device__ void xk_move(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  char* const* p = xk_ptrs(k, op, s);
+/* put / get / copy through memory: one source to every destination, or source i to destination i.
+ * p: the op's pointers when the caller has them (the op table's, as they are), NULL: xk_ptrs. */
+__device__ void xk_move(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
+  if (!p) p = xk_ptrs(k, op, s);
   for (int d = 0; d < op.ndst; d++) xk_copy(p[op.nsrc + d], p[op.nsrc == op.ndst ? d : 0], n);
 }
 
@@ -111,7 +112,7 @@ __device__ void xk_port_move(const xk& k, const plan_op& op, uint64_t s, uint64_
 /* pws / pwsf through memory: the data, then (after the block's stores, and for pwsf a system
  * fence by each signalling thread) a release signal on every listed channel. */
 __device__ void xk_mem_pws(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  xk_move(k, op, s, n);
+  xk_move(k, op, s, n, NULL);
   __syncthreads();
   /* pwsf: the block's stores (ordered before this thread by the barrier) are visible system-wide
    * before this thread's signal; the signal's release would order them too, the fence is the

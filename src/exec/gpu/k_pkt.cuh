@@ -35,16 +35,16 @@ __device__ void xk_get_pkts(const xk& k, const char* pkts, char* dst, char* cons
   }
 }
 
-/* The packet ops (every code not handled elsewhere). */
-__device__ void xk_pkt(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
-  char* const* p = xk_ptrs(k, op, s);
+/* The packet ops (every code not handled elsewhere); p as for xk_move. */
+__device__ void xk_pkt(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
+  if (!p) p = xk_ptrs(k, op, s);
   switch (op.code) {
     case PLAN_OP_CPKT:
     case PLAN_OP_PPKT: xk_put_pkts(k, p[0], p + 1, op.ndst, n); return;
     case PLAN_OP_UPKT: xk_get_pkts(k, p[0], p[1], NULL, 0, n); return;
     case PLAN_OP_RPPKT: xk_get_pkts(k, p[0], NULL, p + 1, op.ndst, n); return;
     default: { /* repkt, respkt, recpkt, recspkt */
-      uint32_t U = k.P->pkt == 8 && k.P->esize < 8 ? 4u : 8u;
+      uint32_t U = k.pkt == 8 && k.P->esize < 8 ? 4u : 8u;
       xr_reduce_pkts(k, op.redop, p[0], p + 1, op.nsrc - 1, p[op.nsrc], p + op.nsrc + 1, op.ndst - 1, n, U);
       return;
     }

@@ -18,22 +18,22 @@
 #include "exec/gpu/launch.h"
 
 /* One op of a lean plan (xg_op_lean: copies, memory puts and gets, packet ops). */
-__device__ __forceinline__ void xk_op_lean(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+__device__ __forceinline__ void xk_op_lean(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
   switch (op.code) {
     case PLAN_OP_NOP: return;
     case PLAN_OP_PUT:
     case PLAN_OP_GET:
-    case PLAN_OP_COPY: xk_move(k, op, s, n); return;
-    default: xk_pkt(k, op, s, n); return;
+    case PLAN_OP_COPY: xk_move(k, op, s, n, p); return;
+    default: xk_pkt(k, op, s, n, p); return;
   }
 }
 
 /* One op over its window [s, s + n); LEAN: the plan is lean (the kernel then has none of the other
  * ops' code in its op loop: fewer registers spilled there, a shorter path). */
 template <bool LEAN>
-__device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+__device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
   if (LEAN) {
-    xk_op_lean(k, op, s, n);
+    xk_op_lean(k, op, s, n, p);
     return;
   }
   int port = op.chan_type == PLAN_CH_PORT;
@@ -50,10 +50,10 @@ __device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s
     case PLAN_OP_FLUSH: xk_flush(k, op); return;
     case PLAN_OP_PUT:
       if (port) xk_port_move(k, op, s, n);
-      else xk_move(k, op, s, n);
+      else xk_move(k, op, s, n, p);
       return;
     case PLAN_OP_GET:
-    case PLAN_OP_COPY: xk_move(k, op, s, n); return;
+    case PLAN_OP_COPY: xk_move(k, op, s, n, p); return;
     case PLAN_OP_PWS:
     case PLAN_OP_PWSF:
       if (port) xk_port_move(k, op, s, n);
@@ -67,7 +67,7 @@ __device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s
     case PLAN_OP_GLRES:
     case PLAN_OP_GSTORE:
     case PLAN_OP_GSTOREPKT: xk_switch(k, op, s, n); return;
-    default: xk_pkt(k, op, s, n); return;
+    default: xk_pkt(k, op, s, n, p); return;
   }
 }
 
@@ -79,13 +79,16 @@ __device__ int xk_run(xk& k, const plan_op& op, uint32_t index, uint64_t it, uin
   k.op_index = index;
   k.code = op.code;
   uint64_t s = 0, n = 0;
-  if (k.win && !u) {
-    s = k.win[index].s, n = k.win[index].n;
+  char* const* p = NULL; /* the op's pointers when the table has them as they are (else xk_ptrs) */
+  const xg_win* win = k.win;
+  if (win && !u) {
+    s = win[index].s, n = win[index].n;
+    p = k.tptr + op.first_ref;
   } else {
-    uint64_t len = k.win ? k.win[index].n : xg_op_len(&k.P->layout, k.refs + op.first_ref, op.nsrc + op.ndst);
+    uint64_t len = win ? win[index].n : xg_op_len(&k.P->layout, k.refs + op.first_ref, op.nsrc + op.ndst);
     xg_window(len, it, u, op.tbg_id, op.tbg_size, k.P->align, &s, &n);
   }
-  xk_op<LEAN>(k, op, s, n);
+  xk_op<LEAN>(k, op, s, n, p);
   __syncthreads();
   return *k.rc;
 }
@@ -211,6 +214,7 @@ __global__ void __launch_bounds__(XG_MAX_THREADS, 1) xg_kernel(const __grid_cons
     k.code = -1;
     k.launch = launch;
     k.flag = (uint32_t)launch ? (uint32_t)launch : 1u;
+    k.pkt = P.pkt;
     k.half = P.double_scratch ? (launch & 1ull) * P.layout.scr_stride : 0;
     k.ptrs = (char**)xg_smem;
     k.io = io, k.io_reg = io + 2 * P.nranks, k.scr = io + 4 * P.nranks;
