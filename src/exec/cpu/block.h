@@ -62,10 +62,7 @@ int exec_wait(struct blk* k, const struct plan_op* op);
 int exec_flush(struct blk* k, const struct plan_op* op);
 int exec_barrier(struct blk* k, const struct plan_op* op);
 int exec_sem(struct blk* k, const struct plan_op* op);
-/* ops_pkt.c: n bytes of data src as packets at offset pkt_off of owner's buffer btype; packets at
- * src -> data (waiting for the call's flag). */
-int exec_put_pkts(struct blk* k, int owner, int btype, uint64_t pkt_off, const char* src, uint64_t n);
-int exec_get_pkts(struct blk* k, char* dst, const char* pkts, uint64_t n, int peer);
+/* ops_pkt.c */
 int exec_pkt_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
 int exec_switch_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
 

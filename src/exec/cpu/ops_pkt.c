@@ -6,7 +6,8 @@
 #include "algo/reduce.h"
 #include "exec/cpu/block.h"
 
-int exec_put_pkts(struct blk* k, int owner, int btype, uint64_t pkt_off, const char* src, uint64_t n) {
+/* n bytes of data src as packets at offset pkt_off of owner's buffer btype. 0, or -1 after blk_fail. */
+static int exec_put_pkts(struct blk* k, int owner, int btype, uint64_t pkt_off, const char* src, uint64_t n) {
   char* dst = blk_at(k, owner, btype, pkt_off);
   if (dst) {
     mscclppPutPacketsLL16((mscclppLL16Packet*)dst, src, n, k->c->flag, 0, 1);
@@ -28,7 +29,8 @@ static int put_pkts_ref(struct blk* k, const struct plan_ref* r, uint64_t s, con
   return exec_put_pkts(k, blk_owner(k, r), r->btype, 2 * (blk_ref_off(k, r, NULL) + s), src, n);
 }
 
-int exec_get_pkts(struct blk* k, char* dst, const char* pkts, uint64_t n, int peer) {
+/* The packets at pkts (local) into n bytes of data at dst, each awaited (bounded) for the call's flag. */
+static int exec_get_pkts(struct blk* k, char* dst, const char* pkts, uint64_t n, int peer) {
   const mscclppLL16Packet* p = (const mscclppLL16Packet*)pkts;
   for (uint64_t i = 0; i * 8 < n; i++) {
     uint64_t payload = 0, t0 = 0;
