@@ -1,6 +1,9 @@
 /* mscclpp-plan - execution plans from the command line.
  *
- *   mscclpp-plan validate FILE...             loads every plan: "FILE: OK" or the error (exit 1)
+ *   mscclpp-plan validate [--strict] FILE...  loads every plan: "FILE: OK" or the error (exit 1),
+ *                                             then runs the order check (mscclppPlanCheckOrder) and
+ *                                             lists what it finds ("FILE: order: ..."; --strict:
+ *                                             a finding fails the plan too)
  *   mscclpp-plan run FILE... -n RANKS [--size BYTES[,BYTES...]] [--dtype T[,T...]|all] [--cpu|--gpu]
  *                    [--ll8] [--iters N] [--hosts H]
  *                                             runs the plans (in turn, one communicator) on RANKS
@@ -52,21 +55,37 @@ struct opts {
 };
 
 static int usage(void) {
-  fprintf(stderr, "usage: mscclpp-plan validate FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T[,T...]|all] "
+  fprintf(stderr, "usage: mscclpp-plan validate [--strict] FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T[,T...]|all] "
                   "[--cpu|--gpu] [--ll8] [--iters N] [--hosts H] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
   return 2;
 }
 
+/* The order check of a loaded plan: "FILE: order: LINE" per finding; 1 when there is one. */
+static int order_findings(const char* file, mscclppPlan_t p) {
+  static char text[1 << 16];
+  int n = 0;
+  if (mscclppPlanCheckOrder(p, &n, text, sizeof(text)) != mscclppSuccess) {
+    printf("%s: order check skipped: %s\n", file, mscclppGetLastError());
+    return 0;
+  }
+  for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    printf("%s: order: %s\n", file, line);
+  if (n > 64) printf("%s: order: ... %d findings in all\n", file, n);
+  return n > 0;
+}
+
 static int cmd_validate(int argc, char** argv) {
-  int bad = 0;
-  for (int i = 0; i < argc; i++) {
+  int bad = 0, strict = argc > 0 && !strcmp(argv[0], "--strict");
+  for (int i = strict; i < argc; i++) {
     mscclppPlan_t p;
     if (mscclppPlanLoadFile(argv[i], &p) != mscclppSuccess) {
       printf("%s: %s\n", argv[i], mscclppGetLastError());
       bad = 1;
       continue;
     }
-    printf("%s: OK\n", argv[i]);
+    int found = order_findings(argv[i], p);
+    printf("%s: %s\n", argv[i], found ? (strict ? "FAILED (order)" : "OK (with order findings)") : "OK");
+    bad |= found && strict;
     mscclppPlanDestroy(p);
   }
   return bad;

@@ -38,6 +38,14 @@ mscclppResult_t mscclppPlanLoadString(const char* json, size_t len, const char* 
 /* Frees a plan. Plans must not be destroyed while an execution with them runs. NULL is fine. */
 mscclppResult_t mscclppPlanDestroy(mscclppPlan_t plan);
 mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info);
+/* The order check (docs/plans.md): finds the accesses of the plan's ranks to each other's buffers
+ * that its signals, waits, barriers and packets leave unordered when calls run back to back with
+ * nothing between them (as on GPU ranks; the CPU executor meets every rank around each call, so
+ * there they do no harm), and waits that can never be satisfied. *findings gets their number,
+ * text (textLen bytes; may be NULL) one line per finding. mscclppInvalidUsage, naming why, when
+ * the plan uses synchronization the check does not model (a channel or semaphore shared by
+ * threadblocks) or is too large for it. */
+mscclppResult_t mscclppPlanCheckOrder(mscclppPlan_t plan, int* findings, char* text, size_t textLen);
 
 /* Runs the plan on this rank (collective: every rank of comm calls it with the same plan and
  * sizes). sendBytes/recvBytes are the byte sizes of this rank's input and output; datatype decides

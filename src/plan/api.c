@@ -1,10 +1,11 @@
-/* api.c - the public plan calls: load (file or string), info, destroy. */
+/* api.c - the public plan calls: load (file or string), info, the order check, destroy. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan/plan.h"
+#include "plan/race.h"
 #include "util/err.h"
 
 #define PLAN_FILE_MAX (256u << 20)
@@ -53,5 +54,20 @@ mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info) {
   info->minMessageSize = plan->min_size, info->maxMessageSize = plan->max_size;
   for (int r = 0; r < plan->nranks; r++)
     if (plan->ranks[r].nblocks > info->maxBlocksPerRank) info->maxBlocksPerRank = plan->ranks[r].nblocks;
+  return mscclppSuccess;
+}
+
+/* Clock entries the order check may use from the API (4 bytes each, 128 MiB): plans of 8 ranks x
+ * 64 blocks x 30 ops fit. */
+#define PLAN_ORDER_CLOCKS_API (32u << 20)
+
+mscclppResult_t mscclppPlanCheckOrder(mscclppPlan_t plan, int* findings, char* text, size_t textLen) {
+  err_clear();
+  MPP_CHECK_ARG(plan != NULL && findings != NULL, "%s: plan and findings must not be NULL", __func__);
+  char local[512];
+  char* out = text && textLen ? text : local;
+  int n = plan_race_check(plan, PLAN_ORDER_CLOCKS_API, 64, out, text && textLen ? textLen : sizeof(local));
+  if (n < 0) return MPP_ERR(mscclppInvalidUsage, "%s: the order check does not apply: %s", plan->file, out);
+  *findings = n;
   return mscclppSuccess;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plan/lower.h"
+#include "util/vec.h"
 
 static uint32_t chunks_of(const struct plan_rank* pr, int btype) {
   return btype == PLAN_BUF_IN ? pr->in_chunks : btype == PLAN_BUF_OUT ? pr->out_chunks : pr->scr_chunks;
@@ -52,12 +53,8 @@ struct ev_list {
 };
 
 static mscclppResult_t ev_add(struct ev_list* l, struct sig_ev e) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 256;
-    void* q = realloc(l->ev, cap * sizeof(*l->ev));
-    if (!q) return MPP_ERR(mscclppSystemError, "plan: out of memory");
-    l->ev = q, l->cap = cap;
-  }
+  if (vec_reserve((void**)&l->ev, &l->cap, l->n + 1, sizeof(*l->ev)))
+    return MPP_ERR(mscclppSystemError, "plan: out of memory");
   l->ev[l->n++] = e;
   return mscclppSuccess;
 }

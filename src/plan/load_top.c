@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "plan/lower.h"
+#include "plan/race.h"
 #include "util/log.h"
 
 /* Block-local tables: tb.channels and tb.remote_buffer_refs. */
@@ -156,10 +157,6 @@ static mscclppResult_t load_top(struct pj_where* w, const json_t* root, struct m
   MPP_CHECK(pj_u64(w, root, "min_message_size", 0, &p->min_size));
   MPP_CHECK(pj_u64(w, root, "max_message_size", UINT64_MAX, &p->max_size));
   if (p->min_size > p->max_size) return pj_fail(w, "min_message_size", "above max_message_size");
-  if (p->ll && !p->double_scratch) /* legal, and safe when the plan's own signals keep ranks in step */
-    LOG_WARN_(LOG_SUB_EXEC, "%s: an LL plan without use_double_scratch_buffer: called back to back, a rank one call "
-              "ahead can overwrite packets its peer has not read yet (the wait then hits its bound); see docs/plans.md",
-              w->plan);
   if (!p->name || !p->collective) return MPP_ERR(mscclppSystemError, "plan: out of memory");
   return mscclppSuccess;
 }
@@ -226,6 +223,7 @@ mscclppResult_t plan_parse(const char* json, size_t len, const char* name, struc
   }
   json_decref(root);
   MPP_CHECK_GOTO(plan_check(p), res, fail_plan);
+  plan_warn_order(p);
   *out = p;
   return mscclppSuccess;
 fail:

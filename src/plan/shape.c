@@ -2,6 +2,7 @@
  * destinations of which kind (local, remote, switch), scratch for packets, and chunk counts that
  * agree between the references of one op. */
 #include "plan/lower.h"
+#include "plan/race.h"
 
 /* Kind masks for a reference rule. */
 #define K_L (1u << PLAN_REF_LOCAL)
@@ -107,4 +108,10 @@ mscclppResult_t lw_shape(struct pj_where* w, const struct mscclppPlan* p, const 
   if (op->code == PLAN_OP_PIPELINE && (op->nsrc || op->ndst))
     return pj_fail(w, "src_buff", "a pipeline op has no buffers of its own");
   return mscclppSuccess;
+}
+
+int plan_ref_is_packet(int code, int dst, int i) {
+  if (code < 0 || code >= PLAN_OP_COUNT) return 0;
+  unsigned pkt = dst ? rules[code].pkt_dst : rules[code].pkt_src;
+  return (pkt & (i ? 2u : 1u)) != 0;
 }

@@ -1,5 +1,5 @@
-/* The plan C API without ranks: loading from a string and a file, info, errors that name the
- * field, a size range, and arguments that are refused. */
+/* The plan C API without ranks: loading from a string and a file, info, the order check, errors
+ * that name the field, a size range, and arguments that are refused. */
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +36,18 @@ int main(void) {
   CHECK(strcmp(info.name, "sr") == 0 && strcmp(info.collective, "sendrecv") == 0);
   CHECK(info.nranks == 2 && info.protocolLL == 0 && info.inplace == 0 && info.maxBlocksPerRank == 1);
   CHECK(info.minMessageSize == 16 && info.maxMessageSize == UINT64_MAX);
+  /* the order check: each rank writes the other's output before that rank started the call */
+  int findings = -1;
+  char text[2048];
+  CHECK_OK(mscclppPlanCheckOrder(p, &findings, text, sizeof(text)));
+  CHECK_MSG(findings == 2, "%d findings: %s", findings, text);
+  CHECK_MSG(strstr(text, "gpu 0 threadblock 0 op 0 (pws) writes gpu 1's output chunks [0, 1) before that rank has "
+                         "started the call") != NULL, "got: %s", text);
+  findings = -1;
+  CHECK_OK(mscclppPlanCheckOrder(p, &findings, NULL, 0));
+  CHECK(findings == 2);
+  CHECK(mscclppPlanCheckOrder(p, NULL, text, sizeof(text)) == mscclppInvalidArgument);
+  CHECK(mscclppPlanCheckOrder(NULL, &findings, text, sizeof(text)) == mscclppInvalidArgument);
   CHECK_OK(mscclppPlanDestroy(p));
 
   /* the same text from a file */

@@ -72,6 +72,12 @@ add_test(NAME plans_bad COMMAND ${Python3_EXECUTABLE} ${_plans_src}/check_bad.py
          ${_plans_out}/bad/expect.tsv)
 set_tests_properties(plans_bad PROPERTIES LABELS unit TIMEOUT 120 FIXTURES_REQUIRED plan_corpus)
 
+# The order check (mscclpp-plan validate --strict): findings on plans with known hazards, none on
+# plans that keep back-to-back calls apart.
+add_test(NAME plans_order COMMAND ${Python3_EXECUTABLE} ${_plans_src}/check_order.py $<TARGET_FILE:mscclpp-plan>
+         ${_plans_out}/order)
+set_tests_properties(plans_order PROPERTIES LABELS unit TIMEOUT 120)
+
 mpp_unit_test(plan_api ${_plans_src}/plan_api.c)
 # Several plans in turn on one communicator (cached per-plan state, scratch regrowth, flags).
 plan_test(plan_multi ${_plans_out}/allreduce_allpairs_ll_n4.json ${_plans_out}/allgather_inplace_memory_n4.json

@@ -1,0 +1,77 @@
+/* race.h - the order check: which accesses of a plan's ranks to each other's buffers its
+ * synchronization leaves unordered when calls run back to back with no barrier between them (as
+ * on GPU ranks), and which waits can never be satisfied.
+ *
+ * Model: every op of a block is an event in program order; a call's first op of every block of a
+ * rank comes after that rank's previous call ended (the stream orders launches), where the rank's
+ * caller may read and write its input and output. Happens-before edges: the n-th signal (signal,
+ * rlxsignal, pws, pwsf) on a channel to the n-th wait on the paired channel (per pipeline
+ * context; a pipeline body counts once), barrier occurrences, semaphore releases to acquires, and
+ * every packet write to the packet reads of the same scratch bytes in the same call. Two accesses
+ * to the same bytes of a rank's buffer (scratch per half with use_double_scratch_buffer), at
+ * least one a write, must be ordered. Port-channel transfers are taken as done when issued (a
+ * source reused before a flush is not caught); relaxed signals order like release ones. The
+ * graph (race_graph.c) holds a vector clock per event; race.c collects accesses and reports. */
+#ifndef MPP_PLAN_RACE_H_
+#define MPP_PLAN_RACE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan/plan.h"
+
+/* An event: op i (0-based, flattened pipeline) of call c of thread t, or for the caller threads
+ * (t >= nblocks total) the caller's turn before call c. */
+struct rg_ev {
+  int t;
+  int c;
+  uint32_t i;
+};
+
+struct rg_pred { /* a same-call predecessor of an op: op i of thread t */
+  int t;
+  uint32_t i;
+};
+
+struct rg_graph {
+  const struct mscclppPlan* p;
+  int calls;         /* calls unrolled: 2, or 3 with double scratch */
+  int nthreads;      /* blocks of every rank, then one caller thread per rank */
+  int nblock_threads;
+  int* rank_of;      /* [thread] */
+  int* first_thread; /* [rank]: the rank's first block thread */
+  const struct plan_block** blk; /* [thread < nblock_threads] */
+  uint32_t** pred_at; /* [thread][op + 1]: CSR offsets into preds */
+  struct rg_pred* preds;
+  size_t npreds;
+  uint32_t** vc;      /* [thread]: (events of the thread) x nthreads clocks, event k (1-based) at k - 1 */
+  uint32_t* done;     /* [thread]: events with clocks */
+};
+
+/* Events of thread t over all calls: ops x calls, or calls for a caller thread. */
+uint32_t rg_nevents(const struct rg_graph* g, int t);
+/* 1-based index of an event in its thread. */
+uint32_t rg_index(const struct rg_graph* g, struct rg_ev e);
+/* a happens before b (a != b). */
+int rg_before(const struct rg_graph* g, struct rg_ev a, struct rg_ev b);
+
+/* Builds the edges and clocks. Returns 0 on success; 1 when the analysis does not apply (why in
+ * why: a channel or semaphore shared by blocks, a graph over max_clocks entries); 2 when some wait
+ * can never be satisfied (why names the first such op); -1 out of memory. */
+int rg_build(struct rg_graph* g, const struct mscclppPlan* p, size_t max_clocks, char* why, size_t why_len);
+void rg_free(struct rg_graph* g);
+
+/* Whether reference i of op code's sources (dst 0) or destinations (dst 1) holds packets
+ * (shape.c's rule table). */
+int plan_ref_is_packet(int code, int dst, int i);
+
+/* The order check of a whole plan: writes one line per finding (at most max_lines) into text
+ * and returns the number of findings, or -1 when the analysis could not run (the reason is the
+ * text). */
+int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_lines, char* text, size_t len);
+
+/* At load: logs a warning with the order check's first finding (on plans small enough to check
+ * quickly) or, when the check does not apply, warns about an LL plan without double scratch. */
+void plan_warn_order(const struct mscclppPlan* p);
+
+#endif /* MPP_PLAN_RACE_H_ */

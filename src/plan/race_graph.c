@@ -1,0 +1,154 @@
+/* race_graph.c - the happens-before graph of the order check (race.h): threads and events,
+ * same-call edges (signals to waits, barriers, semaphores, packets) and a vector clock per event. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/race.h"
+#include "plan/race_edges.h"
+
+uint32_t rg_nevents(const struct rg_graph* g, int t) {
+  return t < g->nblock_threads ? g->blk[t]->nops * (uint32_t)g->calls : (uint32_t)g->calls;
+}
+
+uint32_t rg_index(const struct rg_graph* g, struct rg_ev e) {
+  return e.t < g->nblock_threads ? (uint32_t)e.c * g->blk[e.t]->nops + e.i + 1 : (uint32_t)e.c + 1;
+}
+
+static const uint32_t* clock_of(const struct rg_graph* g, int t, uint32_t k) {
+  return g->vc[t] + (size_t)(k - 1) * (size_t)g->nthreads;
+}
+
+int rg_before(const struct rg_graph* g, struct rg_ev a, struct rg_ev b) {
+  return clock_of(g, b.t, rg_index(g, b))[a.t] >= rg_index(g, a);
+}
+
+/* Threads: every block of every rank, then a caller thread per rank. */
+static int make_threads(struct rg_graph* g, const struct mscclppPlan* p) {
+  int n = 0;
+  for (int r = 0; r < p->nranks; r++) n += p->ranks[r].nblocks;
+  g->nblock_threads = n, g->nthreads = n + p->nranks;
+  g->rank_of = calloc((size_t)g->nthreads, sizeof(int));
+  g->first_thread = calloc((size_t)p->nranks, sizeof(int));
+  g->blk = calloc((size_t)n + 1, sizeof(*g->blk));
+  g->vc = calloc((size_t)g->nthreads, sizeof(*g->vc));
+  g->done = calloc((size_t)g->nthreads, sizeof(*g->done));
+  g->pred_at = calloc((size_t)n + 1, sizeof(*g->pred_at));
+  if (!g->rank_of || !g->first_thread || !g->blk || !g->vc || !g->done || !g->pred_at) return -1;
+  for (int r = 0, t = 0; r < p->nranks; r++) {
+    g->first_thread[r] = t;
+    for (int b = 0; b < p->ranks[r].nblocks; b++, t++) g->rank_of[t] = r, g->blk[t] = &p->ranks[r].blocks[b];
+    g->rank_of[n + r] = r;
+  }
+  return 0;
+}
+
+/* Room for every clock, or 1 (why filled) past max_clocks. */
+static int alloc_clocks(struct rg_graph* g, size_t max_clocks, char* why, size_t why_len) {
+  size_t events = 0;
+  for (int t = 0; t < g->nthreads; t++) events += rg_nevents(g, t);
+  if (events * (size_t)g->nthreads > max_clocks) {
+    snprintf(why, why_len, "the plan has %zu events over %d threads, more than this check's limit of %zu clocks", events,
+             g->nthreads, max_clocks);
+    return 1;
+  }
+  for (int t = 0; t < g->nthreads; t++) {
+    size_t n = (size_t)rg_nevents(g, t) * (size_t)g->nthreads;
+    g->vc[t] = calloc(n ? n : 1, sizeof(uint32_t));
+    if (!g->vc[t]) return -1;
+  }
+  return 0;
+}
+
+/* Whether every same-call predecessor of op i of block thread t in call c has its clock. */
+static int preds_done(const struct rg_graph* g, int t, int c, uint32_t i) {
+  for (uint32_t k = g->pred_at[t][i]; k < g->pred_at[t][i + 1]; k++) {
+    const struct rg_pred* q = &g->preds[k];
+    if (g->done[q->t] < rg_index(g, (struct rg_ev){q->t, c, q->i})) return 0;
+  }
+  return 1;
+}
+
+static void join(uint32_t* into, const uint32_t* from, int n) {
+  for (int k = 0; k < n; k++)
+    if (from[k] > into[k]) into[k] = from[k];
+}
+
+/* Clock of the caller's turn before call c of rank r: after every block of r ended call c - 1. */
+static int step_caller(struct rg_graph* g, int r) {
+  int t = g->nblock_threads + r, c = (int)g->done[t];
+  if (c >= g->calls) return 0;
+  int last = r + 1 < g->p->nranks ? g->first_thread[r + 1] : g->nblock_threads;
+  for (int b = g->first_thread[r]; b < last; b++)
+    if (g->blk[b]->nops && g->done[b] < (uint32_t)c * g->blk[b]->nops) return 0;
+  uint32_t* v = g->vc[t] + (size_t)c * (size_t)g->nthreads;
+  if (c > 0) memcpy(v, clock_of(g, t, (uint32_t)c), (size_t)g->nthreads * sizeof(uint32_t));
+  for (int b = g->first_thread[r]; c > 0 && b < last; b++)
+    if (g->blk[b]->nops) join(v, clock_of(g, b, (uint32_t)c * g->blk[b]->nops), g->nthreads);
+  v[t] = (uint32_t)c + 1;
+  g->done[t]++;
+  return 1;
+}
+
+/* Clock of the next event of block thread t when its predecessors have theirs. */
+static int step_block(struct rg_graph* g, int t) {
+  uint32_t k = g->done[t], nops = g->blk[t]->nops;
+  if (k >= rg_nevents(g, t)) return 0;
+  int c = (int)(k / nops);
+  uint32_t i = k % nops;
+  int caller = g->nblock_threads + g->rank_of[t];
+  if (i == 0 && g->done[caller] < (uint32_t)c + 1) return 0;
+  if (!preds_done(g, t, c, i)) return 0;
+  uint32_t* v = g->vc[t] + (size_t)k * (size_t)g->nthreads;
+  if (k > 0) memcpy(v, clock_of(g, t, k), (size_t)g->nthreads * sizeof(uint32_t));
+  if (i == 0) join(v, clock_of(g, caller, (uint32_t)c + 1), g->nthreads);
+  for (uint32_t q = g->pred_at[t][i]; q < g->pred_at[t][i + 1]; q++) {
+    const struct rg_pred* pr = &g->preds[q];
+    join(v, clock_of(g, pr->t, rg_index(g, (struct rg_ev){pr->t, c, pr->i})), g->nthreads);
+  }
+  v[t] = k + 1;
+  g->done[t]++;
+  return 1;
+}
+
+/* Runs every thread as far as its predecessors allow; 0 when all finished, else 2 with the first
+ * op that cannot proceed in why. */
+static int run_clocks(struct rg_graph* g, char* why, size_t why_len) {
+  for (int moved = 1; moved;) {
+    moved = 0;
+    for (int r = 0; r < g->p->nranks; r++) moved |= step_caller(g, r);
+    for (int t = 0; t < g->nblock_threads; t++)
+      while (step_block(g, t)) moved = 1;
+  }
+  for (int t = 0; t < g->nblock_threads; t++) {
+    if (g->done[t] >= rg_nevents(g, t)) continue;
+    uint32_t i = g->done[t] % g->blk[t]->nops;
+    int r = g->rank_of[t];
+    snprintf(why, why_len,
+             "gpu %d threadblock %d op %u (%s) can never proceed: what it waits for comes only after it (a cycle of "
+             "waits)",
+             r, t - g->first_thread[r], i, plan_op_name(g->blk[t]->ops[i].code));
+    return 2;
+  }
+  return 0;
+}
+
+int rg_build(struct rg_graph* g, const struct mscclppPlan* p, size_t max_clocks, char* why, size_t why_len) {
+  memset(g, 0, sizeof(*g));
+  g->p = p, g->calls = p->double_scratch ? 3 : 2;
+  why[0] = '\0';
+  if (make_threads(g, p)) return -1;
+  int res = rg_edges(g, why, why_len);
+  if (res) return res;
+  res = alloc_clocks(g, max_clocks, why, why_len);
+  if (res) return res;
+  return run_clocks(g, why, why_len);
+}
+
+void rg_free(struct rg_graph* g) {
+  for (int t = 0; g->vc && t < g->nthreads; t++) free(g->vc[t]);
+  for (int t = 0; g->pred_at && t < g->nblock_threads; t++) free(g->pred_at[t]);
+  free(g->vc), free(g->pred_at), free(g->done), free(g->rank_of), free(g->first_thread), free(g->blk);
+  free(g->preds);
+  memset(g, 0, sizeof(*g));
+}

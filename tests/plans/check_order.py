@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The order check through `mscclpp-plan validate [--strict]`: plans whose synchronization keeps
+back-to-back calls apart pass with no finding; plans with a known hazard each produce the finding
+that names it (scratch reuse one call apart, a write into a peer's buffer before the peer started
+the call, a cycle of waits, packets nobody writes); a plan the check does not model is skipped
+with the reason; --strict fails exactly the plans with findings.
+
+    check_order.py MSCCLPP_PLAN OUT_DIR
+"""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_plans as gp  # noqa: E402
+
+
+def validate(tool, path, strict=True):
+    args = [tool, "validate"] + (["--strict"] if strict else []) + [path]
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                       env=dict(os.environ, MSCCLPP_LOG_LEVEL="none"))
+    return r.returncode, r.stdout
+
+
+def write(out, name, plan):
+    path = os.path.join(out, name + ".json")
+    with open(path, "w") as f:
+        json.dump(plan, f)
+    return path
+
+
+def sendrecv_handshake(n):
+    """sendrecv that first hears from the receiver (signal, wait) before writing its output."""
+    gs = []
+    for r in range(n):
+        nxt, prv = (r + 1) % n, (r - 1) % n
+        g = gp.Gpu(r, 1, 1, 0)
+        for p in sorted({nxt, prv}):
+            g.chan("memory", p)
+        t = g.tb()
+        t.op("signal", channel_type="memory", channel_ids=[t.ch("memory", prv)])
+        t.op("wait", channel_type="memory", channel_ids=[t.ch("memory", nxt)])
+        t.op("pws", channel_type="memory", channel_ids=[t.ch("memory", nxt)], src_buff=[gp.loc("i", 0)],
+             dst_buff=[t.rb("memory", nxt, "o", 0)])
+        t.op("wait", channel_type="memory", channel_ids=[t.ch("memory", prv)])
+        gs.append(g)
+    return gp.plan("sendrecv_handshake_n%d" % n, "sendrecv", gs)
+
+
+def two_waiters():
+    """Two threadblocks of gpu 0 wait on the same channel: outside what the check models."""
+    gs = []
+    for r in range(2):
+        g = gp.Gpu(r, 1, 1, 0)
+        g.chan("memory", 1 - r)
+        for _ in range(2):
+            t = g.tb()
+            t.op("signal" if r else "wait", channel_type="memory", channel_ids=[t.ch("memory", 1 - r)])
+        gs.append(g)
+    return gp.plan("two_waiters", "custom", gs)
+
+
+def no_writer(n):
+    """The LL all-pairs allreduce with gpu 1's packets to its peers removed: they wait for ever."""
+    p = gp.allreduce_allpairs_ll(n)
+    ops = p["gpus"][1]["threadblocks"][0]["ops"]
+    ops[:] = [o for o in ops if o["name"] != "ppkt"]
+    return p
+
+
+def expect(tool, path, rc, has=(), lacks=()):
+    got_rc, text = validate(tool, path)
+    ok = got_rc == rc and all(h in text for h in has) and not any(x in text for x in lacks)
+    print("%s: %s" % ("ok" if ok else "FAILED", os.path.basename(path)))
+    if not ok:
+        print("  expected exit %d with %s and without %s; got exit %d:\n%s" % (rc, list(has), list(lacks), got_rc, text))
+    return ok
+
+
+def main():
+    tool, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    # One-shot LL with one scratch: the all-pairs plan stays in step by itself (a rank's next call
+    # starts after it unpacked what each peer sent once done reading its packets); the perf plan's
+    # blocks only send, and a rank one call ahead overwrites packets (it hung so on 4 GPUs).
+    single = gp.allreduce_allpairs_ll(4)
+    single["use_double_scratch_buffer"] = False
+    perf_single = gp.allreduce_ll_perf(4, 4)
+    perf_single["use_double_scratch_buffer"] = False
+    cases = [  # (name, plan, exit status, substrings, substrings that must not appear)
+        ("allpairs_simple", gp.allreduce_allpairs(4), 0, [": OK"], ["order:"]),
+        ("allpairs_ll_double", gp.allreduce_allpairs_ll(4), 0, [": OK"], ["order:"]),
+        ("ll_perf", gp.allreduce_ll_perf(4, 4), 0, [": OK"], ["order:"]),
+        ("ring_pipeline", gp.allreduce_ring(4), 0, [": OK"], ["order:"]),
+        ("sendrecv_handshake", sendrecv_handshake(3), 0, [": OK"], ["order:"]),
+        ("allpairs_ll_single", single, 0, [": OK"], ["order:"]),
+        ("ll_perf_single", perf_single, 1,
+         ["gpu 0 threadblock 0 op 1 (repkt) reads gpu 0's scratch chunks [4, 5) and gpu 1 threadblock 0 op 0 (ppkt) "
+          "writes gpu 0's scratch chunks [4, 5) one call apart", "use_double_scratch_buffer", "FAILED (order)"], []),
+        ("reducescatter", gp.reducescatter(4), 1, ["(re) reads gpu 0's scratch chunks", "one call apart"], []),
+        ("sendrecv", gp.sendrecv(3), 1,
+         ["gpu 0 threadblock 0 op 0 (pws) writes gpu 1's output chunks [0, 1) before that rank has started the call"], []),
+        ("allgather_get", gp.allgather_get(4), 1, ["(get) reads gpu 0's input chunks", "before that rank has started"], []),
+        ("deadlock", gp.deadlock(2), 1, ["op 0 (wait) can never proceed"], []),
+        ("no_writer", no_writer(4), 1, ["waits for packets in scratch that no op writes"], []),
+        ("two_waiters", two_waiters(), 0, ["order check skipped", "waited on by more than one threadblock"], []),
+    ]
+    ok = all([expect(tool, write(out, n, copy.deepcopy(p)), rc, has, lacks) for n, p, rc, has, lacks in cases])
+    # without --strict a plan with findings still validates (exit 0) and its findings are listed
+    rc, text = validate(tool, os.path.join(out, "sendrecv.json"), strict=False)
+    lenient = rc == 0 and "OK (with order findings)" in text and "order: gpu" in text
+    print("%s: sendrecv without --strict" % ("ok" if lenient else "FAILED"))
+    if not lenient:
+        print(text)
+    return 0 if ok and lenient else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
