@@ -6,7 +6,8 @@
  * rank comes after that rank's previous call ended (the stream orders launches), where the rank's
  * caller may read and write its input and output. Happens-before edges: the n-th signal (signal,
  * rlxsignal, pws, pwsf) on a channel to the n-th wait on the paired channel (per pipeline
- * context; a pipeline body counts once), barrier occurrences, semaphore releases to acquires, and
+ * context; a pipeline body counts once; with several signalling blocks, the signals a wait must
+ * have seen: struct rg_group), barrier occurrences, semaphore releases to acquires, and
  * every packet write to the packet reads of the same scratch bytes in the same call. Two accesses
  * to the same bytes of a rank's buffer (scratch per half with use_double_scratch_buffer), at
  * least one a write, must be ordered. Port-channel transfers are taken as done when issued (a
@@ -33,6 +34,28 @@ struct rg_pred { /* a same-call predecessor of an op: op i of thread t */
   uint32_t i;
 };
 
+struct rg_edge { /* op i of thread t comes after `from` (same call) */
+  int t;
+  uint32_t i;
+  struct rg_pred from;
+};
+
+struct rg_edges {
+  struct rg_edge* e;
+  size_t n, cap;
+};
+
+/* A counter (channel semaphore, or a rank's semaphore) incremented by several blocks and waited on
+ * by one: which increments a wait has seen depends on the order, so its edges are refined once
+ * the clocks are known (race_edges.c: rg_refine). */
+struct rg_group {
+  struct rg_pred* inc; /* by block, then program order */
+  size_t ninc;
+  struct rg_pred* wt;  /* program order */
+  size_t nwt;
+  int64_t init;
+};
+
 struct rg_graph {
   const struct mscclppPlan* p;
   int calls;         /* calls unrolled: 2, or 3 with double scratch */
@@ -41,9 +64,12 @@ struct rg_graph {
   int* rank_of;      /* [thread] */
   int* first_thread; /* [rank]: the rank's first block thread */
   const struct plan_block** blk; /* [thread < nblock_threads] */
+  struct rg_edges el;  /* every edge, laid out per op as pred_at/preds */
   uint32_t** pred_at; /* [thread][op + 1]: CSR offsets into preds */
   struct rg_pred* preds;
   size_t npreds;
+  struct rg_group* groups;
+  size_t ngroups, capgroups;
   uint32_t** vc;      /* [thread]: (events of the thread) x nthreads clocks, event k (1-based) at k - 1 */
   uint32_t* done;     /* [thread]: events with clocks */
 };

@@ -10,20 +10,9 @@
 #include "plan/race_edges.h"
 #include "util/vec.h"
 
-struct edge {
-  int t;
-  uint32_t i;
-  struct rg_pred from;
-};
-
-struct edges {
-  struct edge* e;
-  size_t n, cap;
-};
-
-static int add_edge(struct edges* l, int t, uint32_t i, int ft, uint32_t fi) {
+static int add_edge(struct rg_edges* l, int t, uint32_t i, int ft, uint32_t fi) {
   if (vec_reserve((void**)&l->e, &l->cap, l->n + 1, sizeof(*l->e))) return -1;
-  l->e[l->n++] = (struct edge){t, i, {ft, fi}};
+  l->e[l->n++] = (struct rg_edge){t, i, {ft, fi}};
   return 0;
 }
 
@@ -98,13 +87,31 @@ static int same_chan(const struct chev* x, const struct chev* y) {
          x->unit == y->unit && x->nch == y->nch;
 }
 
+/* Keeps a copy of a counter's increments and waits for rg_refine. */
+static int add_group(struct rg_graph* g, const struct rg_pred* inc, size_t S, const struct rg_pred* wt, size_t W,
+                     int64_t init) {
+  if (vec_reserve((void**)&g->groups, &g->capgroups, g->ngroups + 1, sizeof(*g->groups))) return -1;
+  struct rg_group* q = &g->groups[g->ngroups];
+  q->inc = malloc(S * sizeof(*inc)), q->wt = malloc((W ? W : 1) * sizeof(*wt));
+  if (!q->inc || !q->wt) {
+    free(q->inc), free(q->wt);
+    return -1;
+  }
+  memcpy(q->inc, inc, S * sizeof(*inc)), memcpy(q->wt, wt, W * sizeof(*wt));
+  q->ninc = S, q->nwt = W, q->init = init;
+  g->ngroups++;
+  return 0;
+}
+
 /* Edges into the waits of one counter (in program order, one block) from its increments (sorted
  * by block, then program order; any number of blocks). The n-th wait (1-based) returns once n -
  * init increments happened; whichever they were, a block with m of the S increments gave at
  * least n - init - (S - m) of them, so the wait comes after that one of the block's increments
  * (exact when one block increments). */
-static int count_edges(struct edges* l, const struct rg_pred* inc, size_t S, const struct rg_pred* wt, size_t W,
+static int count_edges(struct rg_graph* g, const struct rg_pred* inc, size_t S, const struct rg_pred* wt, size_t W,
                        int64_t init) {
+  struct rg_edges* l = &g->el;
+  if (S > 1 && inc[S - 1].t != inc[0].t && add_group(g, inc, S, wt, W, init)) return -1;
   for (size_t a = 0; a < S;) {
     size_t b = a;
     while (b < S && inc[b].t == inc[a].t) b++;
@@ -121,7 +128,7 @@ static int count_edges(struct edges* l, const struct rg_pred* inc, size_t S, con
 
 /* The waits of each channel after the signals they must have seen (count_edges); 1 when a
  * channel is waited on by more than one block. */
-static int signal_edges(struct rg_graph* g, struct edges* l, char* why, size_t why_len) {
+static int signal_edges(struct rg_graph* g, char* why, size_t why_len) {
   size_t n = 0, cap = 0;
   struct chev* v = NULL;
   int res = collect_chevs(g, &v, &n, &cap);
@@ -139,7 +146,7 @@ static int signal_edges(struct rg_graph* g, struct edges* l, char* why, size_t w
                  plan_chan_names[v[k].type], v[k].ord, v[k].sender, v[k].receiver);
         res = 1;
       }
-    if (!res) res = count_edges(l, at + s, w - s, at + w, e - w, 0);
+    if (!res) res = count_edges(g, at + s, w - s, at + w, e - w, 0);
     s = e;
   }
   free(v), free(at);
@@ -166,7 +173,7 @@ static int64_t* barrier_positions(const struct rg_graph* g, int r, int id, uint3
 }
 
 /* Each block's m-th occurrence of a barrier after the op before every other block's m-th. */
-static int barrier_edges(struct rg_graph* g, struct edges* l) {
+static int barrier_edges(struct rg_graph* g, struct rg_edges* l) {
   for (int r = 0; r < g->p->nranks; r++)
     for (int id = 0; id < g->p->ranks[r].nbarriers; id++) {
       uint32_t cnt;
@@ -220,12 +227,12 @@ static int sem_sides(const struct rg_graph* g, int r, int id, struct side* rel, 
 }
 
 /* Each acquire of a semaphore after the releases it must have seen (count_edges). */
-static int sem_edges(struct rg_graph* g, struct edges* l, char* why, size_t why_len) {
+static int sem_edges(struct rg_graph* g, char* why, size_t why_len) {
   for (int r = 0; r < g->p->nranks; r++)
     for (int id = 0; id < g->p->ranks[r].nsems; id++) {
       struct side rel = {0}, acq = {0};
       int res = sem_sides(g, r, id, &rel, &acq, why, why_len);
-      if (!res) res = count_edges(l, rel.at, rel.n, acq.at, acq.n, g->p->ranks[r].sem_init[id]);
+      if (!res) res = count_edges(g, rel.at, rel.n, acq.at, acq.n, g->p->ranks[r].sem_init[id]);
       free(rel.at), free(acq.at);
       if (res) return res;
     }
@@ -259,7 +266,7 @@ static int collect_pkts(const struct rg_graph* g, int dst, int* own, struct pkt*
 
 /* Every packet read after every write of the same bytes in the call; 2 when a read has no
  * writer at all (it would wait forever). */
-static int packet_edges(struct rg_graph* g, struct edges* l, char* why, size_t why_len) {
+static int packet_edges(struct rg_graph* g, struct rg_edges* l, char* why, size_t why_len) {
   size_t nw = 0, nr = 0, cw = 0, cr = 0;
   struct pkt *w = NULL, *rd = NULL;
   int* own = malloc((size_t)g->p->nranks * sizeof(int));
@@ -285,20 +292,22 @@ static int packet_edges(struct rg_graph* g, struct edges* l, char* why, size_t w
 }
 
 static int edge_cmp(const void* a, const void* b) {
-  const struct edge *x = a, *y = b;
+  const struct rg_edge *x = a, *y = b;
   if (x->t != y->t) return x->t < y->t ? -1 : 1;
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
 /* Lays the edges out per thread and op: preds of op i of thread t at pred_at[t][i] .. [i + 1). */
-static int layout(struct rg_graph* g, struct edges* l) {
+static int layout(struct rg_graph* g) {
+  struct rg_edges* l = &g->el;
   if (l->n) qsort(l->e, l->n, sizeof(*l->e), edge_cmp);
+  free(g->preds);
   g->preds = malloc((l->n ? l->n : 1) * sizeof(*g->preds));
   if (!g->preds) return -1;
   size_t k = 0;
   for (int t = 0; t < g->nblock_threads; t++) {
     uint32_t nops = g->blk[t]->nops;
-    g->pred_at[t] = malloc(((size_t)nops + 1) * sizeof(uint32_t));
+    if (!g->pred_at[t]) g->pred_at[t] = malloc(((size_t)nops + 1) * sizeof(uint32_t));
     if (!g->pred_at[t]) return -1;
     for (uint32_t i = 0; i <= nops; i++) {
       g->pred_at[t][i] = (uint32_t)k;
@@ -310,12 +319,40 @@ static int layout(struct rg_graph* g, struct edges* l) {
 }
 
 int rg_edges(struct rg_graph* g, char* why, size_t why_len) {
-  struct edges l = {0};
-  int res = signal_edges(g, &l, why, why_len);
-  if (!res) res = barrier_edges(g, &l);
-  if (!res) res = sem_edges(g, &l, why, why_len);
-  if (!res) res = packet_edges(g, &l, why, why_len);
-  if (!res) res = layout(g, &l);
-  free(l.e);
+  struct rg_edges* l = &g->el;
+  int res = signal_edges(g, why, why_len);
+  if (!res) res = barrier_edges(g, l);
+  if (!res) res = sem_edges(g, why, why_len);
+  if (!res) res = packet_edges(g, l, why, why_len);
+  if (!res) res = layout(g);
   return res;
+}
+
+static struct rg_ev ev0(struct rg_pred p) { return (struct rg_ev){p.t, 0, p.i}; }
+
+/* Whether increment k of group q must come before its n-th wait (1-based): fewer than n - init
+ * other increments can happen before that wait without it (those that come after it, or after
+ * the wait, cannot). */
+static int must_see(const struct rg_graph* g, const struct rg_group* q, size_t k, size_t n) {
+  int64_t avail = 0;
+  struct rg_ev inc = ev0(q->inc[k]), wt = ev0(q->wt[n - 1]);
+  if (rg_before(g, inc, wt)) return 0; /* already ordered */
+  for (size_t j = 0; j < q->ninc; j++)
+    if (j != k && !rg_before(g, inc, ev0(q->inc[j])) && !rg_before(g, wt, ev0(q->inc[j]))) avail++;
+  return avail < (int64_t)n - q->init;
+}
+
+long rg_refine(struct rg_graph* g) {
+  long added = 0;
+  for (size_t a = 0; a < g->ngroups; a++) {
+    const struct rg_group* q = &g->groups[a];
+    for (size_t n = 1; n <= q->nwt; n++)
+      for (size_t k = 0; (int64_t)n > q->init && k < q->ninc; k++)
+        if (must_see(g, q, k, n)) {
+          if (add_edge(&g->el, q->wt[n - 1].t, q->wt[n - 1].i, q->inc[k].t, q->inc[k].i)) return -1;
+          added++;
+        }
+  }
+  if (added && layout(g)) return -1;
+  return added;
 }

@@ -19,5 +19,9 @@ int rg_ref_owners(const struct mscclppPlan* p, int r, const struct plan_ref* ref
  * 0, or 1 (the analysis does not apply), 2 (a wait can never be satisfied), -1 (no memory), with
  * why filled for 1 and 2. */
 int rg_edges(struct rg_graph* g, char* why, size_t why_len);
+/* With the clocks of the current edges: adds, for every group, each wait's edge from an increment
+ * that it must have seen because too few others can come before it without that one. Returns how
+ * many edges it added (laid out again), or -1 when out of memory. */
+long rg_refine(struct rg_graph* g);
 
 #endif /* MPP_PLAN_RACE_EDGES_H_ */

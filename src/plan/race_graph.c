@@ -60,6 +60,13 @@ static int alloc_clocks(struct rg_graph* g, size_t max_clocks, char* why, size_t
   return 0;
 }
 
+static void reset_clocks(struct rg_graph* g) {
+  for (int t = 0; t < g->nthreads; t++) {
+    memset(g->vc[t], 0, (size_t)rg_nevents(g, t) * (size_t)g->nthreads * sizeof(uint32_t));
+    g->done[t] = 0;
+  }
+}
+
 /* Whether every same-call predecessor of op i of block thread t in call c has its clock. */
 static int preds_done(const struct rg_graph* g, int t, int c, uint32_t i) {
   for (uint32_t k = g->pred_at[t][i]; k < g->pred_at[t][i + 1]; k++) {
@@ -141,14 +148,21 @@ int rg_build(struct rg_graph* g, const struct mscclppPlan* p, size_t max_clocks,
   int res = rg_edges(g, why, why_len);
   if (res) return res;
   res = alloc_clocks(g, max_clocks, why, why_len);
-  if (res) return res;
-  return run_clocks(g, why, why_len);
+  if (!res) res = run_clocks(g, why, why_len);
+  for (int round = 0; !res && round < 16; round++) { /* counters several blocks increment */
+    long added = rg_refine(g);
+    if (added <= 0) return added < 0 ? -1 : 0;
+    reset_clocks(g);
+    res = run_clocks(g, why, why_len);
+  }
+  return res;
 }
 
 void rg_free(struct rg_graph* g) {
   for (int t = 0; g->vc && t < g->nthreads; t++) free(g->vc[t]);
   for (int t = 0; g->pred_at && t < g->nblock_threads; t++) free(g->pred_at[t]);
+  for (size_t k = 0; k < g->ngroups; k++) free(g->groups[k].inc), free(g->groups[k].wt);
   free(g->vc), free(g->pred_at), free(g->done), free(g->rank_of), free(g->first_thread), free(g->blk);
-  free(g->preds);
+  free(g->preds), free(g->el.e), free(g->groups);
   memset(g, 0, sizeof(*g));
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The order check through `mscclpp-plan validate [--strict]`: plans whose synchronization keeps
-back-to-back calls apart pass with no finding; plans with a known hazard each produce the finding
-that names it (scratch reuse one call apart, a write into a peer's buffer before the peer started
-the call, a cycle of waits, packets nobody writes); a plan the check does not model is skipped
-with the reason; --strict fails exactly the plans with findings.
+back-to-back calls apart pass with no finding (every plan of the corpus in CORPUS_DIR among them);
+plans with a known hazard each produce the finding that names it (scratch reuse one call apart, a
+write into a peer's buffer before the peer started the call, a cycle of waits, packets nobody
+writes); a plan the check does not model is skipped with the reason; --strict fails exactly the
+plans with findings.
 
-    check_order.py MSCCLPP_PLAN OUT_DIR
+    check_order.py MSCCLPP_PLAN OUT_DIR CORPUS_DIR
 """
+import glob
 import copy
 import json
 import os
@@ -31,22 +33,20 @@ def write(out, name, plan):
     return path
 
 
-def sendrecv_handshake(n):
-    """sendrecv that first hears from the receiver (signal, wait) before writing its output."""
-    gs = []
-    for r in range(n):
-        nxt, prv = (r + 1) % n, (r - 1) % n
-        g = gp.Gpu(r, 1, 1, 0)
-        for p in sorted({nxt, prv}):
-            g.chan("memory", p)
-        t = g.tb()
-        t.op("signal", channel_type="memory", channel_ids=[t.ch("memory", prv)])
-        t.op("wait", channel_type="memory", channel_ids=[t.ch("memory", nxt)])
-        t.op("pws", channel_type="memory", channel_ids=[t.ch("memory", nxt)], src_buff=[gp.loc("i", 0)],
-             dst_buff=[t.rb("memory", nxt, "o", 0)])
-        t.op("wait", channel_type="memory", channel_ids=[t.ch("memory", prv)])
-        gs.append(g)
-    return gp.plan("sendrecv_handshake_n%d" % n, "sendrecv", gs)
+def without_entry_round(p):
+    """Plan p with the signal and wait that open each block's ops (gen_plans.entry_round) taken out."""
+    p = copy.deepcopy(p)
+    for g in p["gpus"]:
+        for t in g["threadblocks"]:
+            if [o["name"] for o in t["ops"][:2]] == ["signal", "wait"]:
+                del t["ops"][:2]
+    return p
+
+
+def single_scratch(p):
+    p = copy.deepcopy(p)
+    p["use_double_scratch_buffer"] = False
+    return p
 
 
 def two_waiters():
@@ -81,33 +81,43 @@ def expect(tool, path, rc, has=(), lacks=()):
 
 def main():
     tool, out = sys.argv[1], sys.argv[2]
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
     os.makedirs(out, exist_ok=True)
     # One-shot LL with one scratch: the all-pairs plan stays in step by itself (a rank's next call
     # starts after it unpacked what each peer sent once done reading its packets); the perf plan's
     # blocks only send, and a rank one call ahead overwrites packets (it hung so on 4 GPUs).
-    single = gp.allreduce_allpairs_ll(4)
-    single["use_double_scratch_buffer"] = False
-    perf_single = gp.allreduce_ll_perf(4, 4)
-    perf_single["use_double_scratch_buffer"] = False
+    single, perf_single = single_scratch(gp.allreduce_allpairs_ll(4)), single_scratch(gp.allreduce_ll_perf(4, 4))
     cases = [  # (name, plan, exit status, substrings, substrings that must not appear)
         ("allpairs_simple", gp.allreduce_allpairs(4), 0, [": OK"], ["order:"]),
         ("allpairs_ll_double", gp.allreduce_allpairs_ll(4), 0, [": OK"], ["order:"]),
         ("ll_perf", gp.allreduce_ll_perf(4, 4), 0, [": OK"], ["order:"]),
         ("ring_pipeline", gp.allreduce_ring(4), 0, [": OK"], ["order:"]),
-        ("sendrecv_handshake", sendrecv_handshake(3), 0, [": OK"], ["order:"]),
+        ("sendrecv_entry", gp.sendrecv(3), 0, [": OK"], ["order:"]),
         ("allpairs_ll_single", single, 0, [": OK"], ["order:"]),
         ("ll_perf_single", perf_single, 1,
          ["gpu 0 threadblock 0 op 1 (repkt) reads gpu 0's scratch chunks [4, 5) and gpu 1 threadblock 0 op 0 (ppkt) "
           "writes gpu 0's scratch chunks [4, 5) one call apart", "use_double_scratch_buffer", "FAILED (order)"], []),
-        ("reducescatter", gp.reducescatter(4), 1, ["(re) reads gpu 0's scratch chunks", "one call apart"], []),
-        ("sendrecv", gp.sendrecv(3), 1,
+        ("reducescatter", single_scratch(gp.reducescatter(4)), 1,
+         ["(re) reads gpu 0's scratch chunks", "one call apart"], []),
+        ("allgather_ll_ring", single_scratch(gp.allgather_ll_ring(4)), 1, ["(upkt) reads", "one call apart"], []),
+        ("sendrecv", without_entry_round(gp.sendrecv(3)), 1,
          ["gpu 0 threadblock 0 op 0 (pws) writes gpu 1's output chunks [0, 1) before that rank has started the call"], []),
-        ("allgather_get", gp.allgather_get(4), 1, ["(get) reads gpu 0's input chunks", "before that rank has started"], []),
+        ("allgather_get", without_entry_round(gp.allgather_get(4)), 1,
+         ["(get) reads gpu 0's input chunks", "before that rank has started"], []),
+        ("alltoall", without_entry_round(gp.alltoall(4)), 1, ["(pws) writes gpu 0's output chunks"], []),
+        # two blocks signal one channel per peer (tbg halves): the round's wait must still be
+        # placed after the peer's round signal, which its other signals all follow
+        ("allgather_sync", without_entry_round(gp.allgather_sync(4)), 1,
+         ["gpu 1 threadblock 1 op 4 (pws) writes gpu 0's output chunks [1, 2) before"], []),
         ("deadlock", gp.deadlock(2), 1, ["op 0 (wait) can never proceed"], []),
         ("no_writer", no_writer(4), 1, ["waits for packets in scratch that no op writes"], []),
         ("two_waiters", two_waiters(), 0, ["order check skipped", "waited on by more than one threadblock"], []),
     ]
     ok = all([expect(tool, write(out, n, copy.deepcopy(p)), rc, has, lacks) for n, p, rc, has, lacks in cases])
+    corpus = sorted(glob.glob(os.path.join(sys.argv[3], "*.json")) + glob.glob(os.path.join(sys.argv[3], "redop", "*.json")))
+    ok = all([expect(tool, path, 0, [": OK"], ["order"]) for path in corpus]) and len(corpus) >= 30 and ok
     # without --strict a plan with findings still validates (exit 0) and its findings are listed
     rc, text = validate(tool, os.path.join(out, "sendrecv.json"), strict=False)
     lenient = rc == 0 and "OK (with order findings)" in text and "order: gpu" in text

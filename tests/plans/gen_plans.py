@@ -109,6 +109,15 @@ def peers(n, r):
     return [p for p in range(n) if p != r]
 
 
+def entry_round(t, ct, ps):
+    """Signal every peer in ps and wait for each: they have all started the call (their inputs are
+    ready, their outputs free), so writing or reading their buffers next is ordered after their
+    previous call (the order check, docs/plans.md). Zero-copy plans begin with it."""
+    allc = [t.ch(ct, p) for p in ps]
+    t.op("signal", channel_type=ct, channel_ids=allc)
+    t.op("wait", channel_type=ct, channel_ids=allc)
+
+
 # ---- allreduce -------------------------------------------------------------------------------
 
 def allreduce_allpairs(n, ct="memory"):
@@ -245,6 +254,7 @@ def allreduce_rre(n):
         g = Gpu(r, n, n, 0)
         t = g.tb()
         allc = [t.ch("memory", p) for p in peers(n, r)]
+        entry_round(t, "memory", peers(n, r))
         t.op("rres", channel_type="memory", channel_ids=allc, reduce_op="sum",
              src_buff=[loc("i", r)] + [t.rb("memory", p, "i", r) for p in peers(n, r)],
              dst_buff=[loc("o", r)] + [t.rb("memory", p, "o", r) for p in peers(n, r)])
@@ -261,6 +271,7 @@ def allreduce_rre_inplace(n):
         g = Gpu(r, n, n, 1)
         t = g.tb()
         allc = [t.ch("memory", p) for p in peers(n, r)]
+        entry_round(t, "memory", peers(n, r))
         t.op("rre", channel_type="memory", channel_ids=allc, reduce_op="sum",
              src_buff=[loc("i", r)] + [t.rb("memory", p, "i", r) for p in peers(n, r)], dst_buff=[loc("s", 0)])
         t.op("signal", channel_type="memory", channel_ids=allc)
@@ -360,6 +371,7 @@ def allreduce_switch(n, split):
         si, so = g.switch("i", range(n)), g.switch("o", range(n))
         t = g.tb()
         a, b = t.sw(si), t.sw(so)
+        entry_round(t, "memory", peers(n, r))
         if split:
             t.op("glre", channel_type="switch", channel_ids=[a], reduce_op="sum",
                  src_buff=[{"switch_channel_id": a, "index": r, "size": 1}], dst_buff=[loc("o", r)])
@@ -407,6 +419,7 @@ def allgather(n, inplace, ct="memory"):
         g = Gpu(r, 1, n, 0)
         t = g.tb()
         src = loc("o", r) if inplace else loc("i", 0)
+        entry_round(t, ct, peers(n, r))
         if not inplace:
             t.op("copy", src_buff=[src], dst_buff=[loc("o", r)])
         for p in peers(n, r):
@@ -425,6 +438,7 @@ def allgather_sync(n):
         g = Gpu(r, 1, n, 0)
         s = g.sem(0)
         t0, t1 = g.tb(), g.tb()
+        entry_round(t0, "memory", peers(n, r))  # t1 passes barrier 0 after it
         t0.op("copy", src_buff=[loc("i", 0)], dst_buff=[loc("o", r)], tbg_info={"tb_id": 0, "tbg_size": 2})
         t1.op("copy", src_buff=[loc("i", 0)], dst_buff=[loc("o", r)], tbg_info={"tb_id": 1, "tbg_size": 2})
         t0.op("sem_release", semaphore_ids=[s])
@@ -449,6 +463,7 @@ def allgather_get(n):
     for r in range(n):
         g = Gpu(r, 1, n, 0)
         t = g.tb()
+        entry_round(t, "memory", peers(n, r))
         t.op("copy", src_buff=[loc("i", 0)], dst_buff=[loc("o", r)])
         for p in peers(n, r):
             t.op("get", channel_type="memory", channel_ids=[t.ch("memory", p)], src_buff=[t.rb("memory", p, "i", 0)],
@@ -462,7 +477,9 @@ def allgather_get(n):
 
 
 def allgather_ll_ring(n):
-    """LL ring: ppkt to the next rank, rppkt forwards what arrives, cpkt/upkt unpack locally."""
+    """LL ring: ppkt to the next rank, rppkt forwards what arrives, cpkt/upkt unpack locally. Double
+    scratch: a rank hears from its next rank only through the whole ring, after which that rank is
+    in the same call; one scratch would let a rank one call ahead overwrite unread packets."""
     gs = []
     for r in range(n):
         nxt = (r + 1) % n
@@ -480,7 +497,7 @@ def allgather_ll_ring(n):
         # the previous rank sends to us over its channel to us: pair it
         t.ch("memory", (r - 1) % n)
         gs.append(g)
-    return plan("allgather_ll_ring_n%d" % n, "allgather", gs, protocol="LL")
+    return plan("allgather_ll_ring_n%d" % n, "allgather", gs, protocol="LL", use_double_scratch_buffer=True)
 
 
 def allgather_switch_ll(n):
@@ -509,7 +526,9 @@ def reducescatter(n):
         t.op("wait", channel_type="memory", channel_ids=[t.ch("memory", p) for p in peers(n, r)])
         t.op("re", reduce_op="sum", src_buff=[loc("i", r)] + [loc("s", p) for p in peers(n, r)], dst_buff=[loc("o", 0)])
         gs.append(g)
-    return plan("reducescatter_n%d" % n, "reducescatter", gs)
+    # Double scratch: a rank one call ahead writes the other half (it heard from every peer in the
+    # call between, so they finished reading this half).
+    return plan("reducescatter_n%d" % n, "reducescatter", gs, use_double_scratch_buffer=True)
 
 
 def alltoall(n):
@@ -517,6 +536,7 @@ def alltoall(n):
     for r in range(n):
         g = Gpu(r, n, n, 0)
         t = g.tb()
+        entry_round(t, "memory", peers(n, r))
         t.op("copy", src_buff=[loc("i", r)], dst_buff=[loc("o", r)])
         for p in peers(n, r):
             t.op("pws", channel_type="memory", channel_ids=[t.ch("memory", p)], src_buff=[loc("i", p)],
@@ -534,6 +554,8 @@ def sendrecv(n):
         for p in sorted({nxt, prv}):
             g.chan("memory", p)
         t = g.tb()
+        t.op("signal", channel_type="memory", channel_ids=[t.ch("memory", prv)])  # our output is free
+        t.op("wait", channel_type="memory", channel_ids=[t.ch("memory", nxt)])  # so is the next rank's
         t.op("pws", channel_type="memory", channel_ids=[t.ch("memory", nxt)], src_buff=[loc("i", 0)],
              dst_buff=[t.rb("memory", nxt, "o", 0)])
         t.op("wait", channel_type="memory", channel_ids=[t.ch("memory", prv)])

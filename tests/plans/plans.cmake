@@ -73,10 +73,10 @@ add_test(NAME plans_bad COMMAND ${Python3_EXECUTABLE} ${_plans_src}/check_bad.py
 set_tests_properties(plans_bad PROPERTIES LABELS unit TIMEOUT 120 FIXTURES_REQUIRED plan_corpus)
 
 # The order check (mscclpp-plan validate --strict): findings on plans with known hazards, none on
-# plans that keep back-to-back calls apart.
+# plans that keep back-to-back calls apart, the whole corpus among them.
 add_test(NAME plans_order COMMAND ${Python3_EXECUTABLE} ${_plans_src}/check_order.py $<TARGET_FILE:mscclpp-plan>
-         ${_plans_out}/order)
-set_tests_properties(plans_order PROPERTIES LABELS unit TIMEOUT 120)
+         ${_plans_out}/order ${_plans_out})
+set_tests_properties(plans_order PROPERTIES LABELS unit TIMEOUT 120 FIXTURES_REQUIRED plan_corpus)
 
 mpp_unit_test(plan_api ${_plans_src}/plan_api.c)
 # Several plans in turn on one communicator (cached per-plan state, scratch regrowth, flags).
@@ -105,4 +105,4 @@ set_tests_properties(plan_draw PROPERTIES LABELS unit FIXTURES_REQUIRED plan_cor
                      PASS_REGULAR_EXPRESSION "r0/tb0  put r0.i\\[1:2\\] -> r1.s\\[0:1\\] @mem:1.*from.to")
 add_test(NAME plan_draw_dot COMMAND mscclpp-plan draw ${_plans_out}/sendrecv_n2.json --dot)
 set_tests_properties(plan_draw_dot PROPERTIES LABELS unit FIXTURES_REQUIRED plan_corpus
-                     PASS_REGULAR_EXPRESSION "digraph.*r0 -> r1 \\[label=\"tb0#0 pws o\\[0\\]\"\\]")
+                     PASS_REGULAR_EXPRESSION "digraph.*r0 -> r1 \\[label=\"tb0#2 pws o\\[0\\]\"\\]")
