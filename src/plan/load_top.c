@@ -223,7 +223,7 @@ mscclppResult_t plan_parse(const char* json, size_t len, const char* name, struc
   }
   json_decref(root);
   MPP_CHECK_GOTO(plan_check(p), res, fail_plan);
-  plan_warn_order(p);
+  MPP_CHECK_GOTO(plan_order_at_load(p), res, fail_plan);
   *out = p;
   return mscclppSuccess;
 fail:

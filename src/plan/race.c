@@ -8,6 +8,7 @@
 #include "plan/lower.h"
 #include "plan/race_edges.h"
 #include "util/log.h"
+#include "util/param.h"
 #include "util/vec.h"
 
 /* One access: op i of thread t (or the caller's turn of a rank: a caller thread, i = 0, ref NULL)
@@ -180,11 +181,16 @@ int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_line
 /* Clock entries the check may use while a plan loads (4 bytes each, 16 MiB). */
 #define PLAN_ORDER_CLOCKS_LOAD (4u << 20)
 
-void plan_warn_order(const struct mscclppPlan* p) {
+mscclppResult_t plan_order_at_load(const struct mscclppPlan* p) {
+  int64_t mode = param_int(PARAM_PLAN_ORDER_CHECK);
+  if (mode <= 0) return mscclppSuccess;
   char text[1024];
   int n = plan_race_check(p, PLAN_ORDER_CLOCKS_LOAD, 1, text, sizeof(text));
   size_t len = strlen(text);
   if (len && text[len - 1] == '\n') text[len - 1] = '\0';
+  if (n > 0 && mode >= 2)
+    return MPP_ERR(mscclppInvalidArgument, "%s: the order check found %d problem%s for calls run back to back on GPU "
+                   "ranks (MSCCLPP_PLAN_ORDER_CHECK=2 refuses it); the first: %s", p->file, n, n > 1 ? "s" : "", text);
   if (n > 0)
     LOG_WARN_(LOG_SUB_EXEC, "%s: the order check found %d problem%s for calls run back to back on GPU ranks; the first: "
               "%s (mscclpp-plan validate lists them; see docs/plans.md)", p->file, n, n > 1 ? "s" : "", text);
@@ -194,4 +200,5 @@ void plan_warn_order(const struct mscclppPlan* p) {
               p->file, text);
   else if (n < 0)
     LOG_DEBUG_(LOG_SUB_EXEC, "%s: the order check did not run: %s", p->file, text);
+  return mscclppSuccess;
 }

@@ -19,10 +19,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_plans as gp  # noqa: E402
 
 
-def validate(tool, path, strict=True):
+def validate(tool, path, strict=True, **env):
     args = [tool, "validate"] + (["--strict"] if strict else []) + [path]
-    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
-                       env=dict(os.environ, MSCCLPP_LOG_LEVEL="none"))
+    env.setdefault("MSCCLPP_LOG_LEVEL", "none")
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
+                       env=dict(os.environ, **env))
     return r.returncode, r.stdout
 
 
@@ -124,6 +125,19 @@ def main():
     print("%s: sendrecv without --strict" % ("ok" if lenient else "FAILED"))
     if not lenient:
         print(text)
+    # MSCCLPP_PLAN_ORDER_CHECK at load: 1 warns (the log), 2 refuses the plan, 0 stays quiet
+    bad, good = os.path.join(out, "sendrecv.json"), os.path.join(out, "sendrecv_entry.json")
+    load = [(bad, "1", 0, "WARN", "the order check found 3 problems"),
+            (bad, "2", 1, "MSCCLPP_PLAN_ORDER_CHECK=2 refuses it", "writes gpu 0's output chunks"),
+            (good, "2", 0, ": OK", ": OK"),
+            (bad, "0", 0, "OK (with order findings)", "order: gpu")]
+    for path, mode, want_rc, a, b in load:
+        rc, text = validate(tool, path, strict=False, MSCCLPP_PLAN_ORDER_CHECK=mode, MSCCLPP_LOG_LEVEL="warn")
+        good_load = rc == want_rc and a in text and b in text and (mode != "0" or "WARN" not in text)
+        print("%s: load with MSCCLPP_PLAN_ORDER_CHECK=%s, %s" % ("ok" if good_load else "FAILED", mode, path))
+        if not good_load:
+            print(text)
+        lenient = lenient and good_load
     return 0 if ok and lenient else 1
 
 
