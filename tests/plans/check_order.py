@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The order check through `mscclpp-plan validate [--strict]`: plans whose synchronization keeps
-back-to-back calls apart pass with no finding (every plan of the corpus in CORPUS_DIR among them);
+back-to-back calls apart pass with no finding (every plan of the corpus in CORPUS_DIR, the
+performance plans and the MSCCL XML samples converted, among them);
 plans with a known hazard each produce the finding that names it (scratch reuse one call apart, a
 write into a peer's buffer before the peer started the call, a cycle of waits, packets nobody
 writes); a plan the check does not model is skipped with the reason; --strict fails exactly the
@@ -71,6 +72,18 @@ def no_writer(n):
     return p
 
 
+def converted_xml(tool, out):
+    """The MSCCL XML samples of tests/xml converted to plans (mscclpp-plan convert)."""
+    xml_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "xml")
+    paths = []
+    for x in sorted(glob.glob(os.path.join(xml_dir, "*.xml"))):
+        if os.path.basename(x).startswith("bad_"):
+            continue
+        paths.append(os.path.join(out, "xml_" + os.path.basename(x)[:-4] + ".json"))
+        subprocess.run([tool, "convert", x, "-o", paths[-1]], check=True, stdout=subprocess.DEVNULL, timeout=60)
+    return paths
+
+
 def expect(tool, path, rc, has=(), lacks=()):
     got_rc, text = validate(tool, path)
     ok = got_rc == rc and all(h in text for h in has) and not any(x in text for x in lacks)
@@ -118,7 +131,9 @@ def main():
     ]
     ok = all([expect(tool, write(out, n, copy.deepcopy(p)), rc, has, lacks) for n, p, rc, has, lacks in cases])
     corpus = sorted(glob.glob(os.path.join(sys.argv[3], "*.json")) + glob.glob(os.path.join(sys.argv[3], "redop", "*.json")))
-    ok = all([expect(tool, path, 0, [": OK"], ["order"]) for path in corpus]) and len(corpus) >= 30 and ok
+    corpus += [write(out, "perf_%s_%s" % (kind, p["name"]), p) for kind, p in gp.perf_plans()]
+    corpus += converted_xml(tool, out)
+    ok = all([expect(tool, path, 0, [": OK"], [": order:"]) for path in corpus]) and len(corpus) >= 50 and ok
     # without --strict a plan with findings still validates (exit 0) and its findings are listed
     rc, text = validate(tool, os.path.join(out, "sendrecv.json"), strict=False)
     lenient = rc == 0 and "OK (with order findings)" in text and "order: gpu" in text
