@@ -83,6 +83,9 @@ static int cmd_validate(int argc, char** argv) {
       bad = 1;
       continue;
     }
+    mscclppPlanInfo_t info;
+    if (mscclppPlanInfo(p, &info) == mscclppSuccess && info.doubleScratchByCheck)
+      printf("%s: use_double_scratch_buffer turned on at load (MSCCLPP_PLAN_ORDER_CHECK=fix)\n", argv[i]);
     int found = order_findings(argv[i], p);
     printf("%s: %s\n", argv[i], found ? (strict ? "FAILED (order)" : "OK (with order findings)") : "OK");
     bad |= found && strict;

@@ -29,6 +29,8 @@ typedef struct {
   int inplace;
   uint64_t minMessageSize, maxMessageSize;
   int maxBlocksPerRank;
+  int doubleScratch;        /* 1: scratch in two halves that alternate per call */
+  int doubleScratchByCheck; /* 1: turned on at load by the order check (MSCCLPP_PLAN_ORDER_CHECK=fix) */
 } mscclppPlanInfo_t;
 
 /* Loads and validates a plan file. */

@@ -51,6 +51,7 @@ mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info) {
   memset(info, 0, sizeof(*info));
   info->name = plan->name, info->collective = plan->collective, info->nranks = plan->nranks;
   info->protocolLL = plan->ll, info->inplace = plan->inplace;
+  info->doubleScratch = plan->double_scratch, info->doubleScratchByCheck = plan->double_by_check;
   info->minMessageSize = plan->min_size, info->maxMessageSize = plan->max_size;
   for (int r = 0; r < plan->nranks; r++)
     if (plan->ranks[r].nblocks > info->maxBlocksPerRank) info->maxBlocksPerRank = plan->ranks[r].nblocks;

@@ -110,6 +110,7 @@ struct mscclppPlan {
   char* collective;
   int nranks;
   int ll, inplace, reuse, double_scratch;
+  int double_by_check; /* double_scratch turned on at load by the order check */
   uint32_t align;
   uint32_t threads_per_block;
   uint64_t min_size, max_size;

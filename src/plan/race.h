@@ -96,9 +96,10 @@ int plan_ref_is_packet(int code, int dst, int i);
  * text). */
 int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_lines, char* text, size_t len);
 
-/* At load, as MSCCLPP_PLAN_ORDER_CHECK says: nothing (0); a warning with the order check's first
- * finding, on plans small enough to check quickly, or, when the check does not apply, about an LL
- * plan without double scratch (1); or that warning as the load's error (2: InvalidArgument). */
-mscclppResult_t plan_order_at_load(const struct mscclppPlan* p);
+/* At load, as MSCCLPP_PLAN_ORDER_CHECK says (on plans small enough to check quickly): off;
+ * warn: log the first finding (when the check does not apply: warn about an LL plan without
+ * double scratch); fix: also turn double scratch on when that leaves fewer findings; strict: a
+ * finding is the load's error (InvalidArgument). */
+mscclppResult_t plan_order_at_load(struct mscclppPlan* p);
 
 #endif /* MPP_PLAN_RACE_H_ */

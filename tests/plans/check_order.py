@@ -23,6 +23,7 @@ import gen_plans as gp  # noqa: E402
 def validate(tool, path, strict=True, **env):
     args = [tool, "validate"] + (["--strict"] if strict else []) + [path]
     env.setdefault("MSCCLPP_LOG_LEVEL", "none")
+    env.setdefault("MSCCLPP_PLAN_ORDER_CHECK", "warn")  # the plans as written (fix may change them)
     r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
                        env=dict(os.environ, **env))
     return r.returncode, r.stdout
@@ -140,15 +141,22 @@ def main():
     print("%s: sendrecv without --strict" % ("ok" if lenient else "FAILED"))
     if not lenient:
         print(text)
-    # MSCCLPP_PLAN_ORDER_CHECK at load: 1 warns (the log), 2 refuses the plan, 0 stays quiet
+    # MSCCLPP_PLAN_ORDER_CHECK at load: warn logs, strict refuses, off stays quiet, fix turns double
+    # scratch on where that removes findings (the 4-block LL plan) and leaves other plans alone
     bad, good = os.path.join(out, "sendrecv.json"), os.path.join(out, "sendrecv_entry.json")
-    load = [(bad, "1", 0, "WARN", "the order check found 3 problems"),
-            (bad, "2", 1, "MSCCLPP_PLAN_ORDER_CHECK=2 refuses it", "writes gpu 0's output chunks"),
-            (good, "2", 0, ": OK", ": OK"),
-            (bad, "0", 0, "OK (with order findings)", "order: gpu")]
-    for path, mode, want_rc, a, b in load:
+    perf = os.path.join(out, "ll_perf_single.json")
+    load = [(bad, "warn", 0, ["WARN", "the order check found 3 problems"]),
+            (bad, "strict", 1, ["MSCCLPP_PLAN_ORDER_CHECK=strict refuses it", "writes gpu 0's output chunks"]),
+            (good, "strict", 0, [": OK"]),
+            (bad, "off", 0, ["OK (with order findings)", "order: gpu"]),
+            (perf, "fix", 0, ["use_double_scratch_buffer turned on at load", "with one scratch the order check finds",
+                              "with two 0", "ll_perf_single.json: OK"]),
+            (bad, "fix", 0, ["the order check found 3 problems", "OK (with order findings)"]),
+            (good, "sometimes", 1, ["MSCCLPP_PLAN_ORDER_CHECK=sometimes: not one of off, warn, fix, strict"])]
+    for path, mode, want_rc, has in load:
         rc, text = validate(tool, path, strict=False, MSCCLPP_PLAN_ORDER_CHECK=mode, MSCCLPP_LOG_LEVEL="warn")
-        good_load = rc == want_rc and a in text and b in text and (mode != "0" or "WARN" not in text)
+        good_load = rc == want_rc and all(h in text for h in has) and (mode != "off" or "WARN" not in text)
+        good_load = good_load and (mode == "fix" and path == perf) == ("turned on" in text)
         print("%s: load with MSCCLPP_PLAN_ORDER_CHECK=%s, %s" % ("ok" if good_load else "FAILED", mode, path))
         if not good_load:
             print(text)
