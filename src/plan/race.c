@@ -12,7 +12,7 @@
 #include "util/vec.h"
 
 /* One access: op i of thread t (or the caller's turn of a rank: a caller thread, i = 0, ref NULL)
- * reads or writes span sp of buffer btype of rank owner. */
+ * reads or writes span sp of buffer btype of rank owner (in place: as aliased, in_place_alias). */
 struct acc {
   int owner, t;
   uint32_t i;
@@ -32,6 +32,25 @@ static int acc_add(struct accs* l, struct acc a) {
   return 0;
 }
 
+/* An in-place plan's input is part of its output, as in NCCL's in-place calls (allgather: the
+ * owner's slice of it; allreduce, alltoall: all of it; reducescatter: the output is the owner's
+ * slice of the input): accesses to the one are checked as accesses to that part of the other.
+ * Other collectives, and chunk counts that do not fit the form, are left apart. */
+static void in_place_alias(const struct mscclppPlan* p, int owner, int* btype, struct rg_span* sp) {
+  const struct plan_rank* pr = &p->ranks[owner];
+  const char* c = p->collective;
+  int from = !strcmp(c, "reducescatter") ? PLAN_BUF_OUT : PLAN_BUF_IN;
+  double off = -1;
+  if (!p->inplace || *btype != from) return;
+  if (!strcmp(c, "allgather") && pr->out_chunks == (uint32_t)p->nranks * pr->in_chunks) off = (double)owner * pr->in_chunks;
+  if (!strcmp(c, "reducescatter") && pr->in_chunks == (uint32_t)p->nranks * pr->out_chunks)
+    off = (double)owner * pr->out_chunks;
+  if ((!strcmp(c, "allreduce") || !strcmp(c, "alltoall")) && pr->in_chunks == pr->out_chunks) off = 0;
+  if (off < 0) return;
+  sp->lo += off, sp->hi += off;
+  *btype = from == PLAN_BUF_IN ? PLAN_BUF_OUT : PLAN_BUF_IN;
+}
+
 /* Every reference of every op, once per rank it names. */
 static int collect_ops(const struct rg_graph* g, struct accs* l, int* own) {
   for (int t = 0; t < g->nblock_threads; t++)
@@ -42,8 +61,11 @@ static int collect_ops(const struct rg_graph* g, struct accs* l, int* own) {
         const struct plan_ref* ref = &g->blk[t]->refs[op->first_ref + j];
         struct rg_span sp = rg_ref_span(op, ref, plan_ref_is_packet(op->code, wr, wr ? j - op->nsrc : j));
         int n = rg_ref_owners(g->p, g->rank_of[t], ref, own, g->p->nranks);
-        for (int o = 0; o < n; o++)
-          if (acc_add(l, (struct acc){own[o], t, i, ref->btype, wr, ref, sp})) return -1;
+        for (int o = 0; o < n; o++) {
+          struct acc a = {own[o], t, i, ref->btype, wr, ref, sp};
+          in_place_alias(g->p, own[o], &a.btype, &a.sp);
+          if (acc_add(l, a)) return -1;
+        }
       }
     }
   return 0;
@@ -54,6 +76,7 @@ static int collect_callers(const struct rg_graph* g, struct accs* l) {
   for (int r = 0; r < g->p->nranks; r++)
     for (int bt = PLAN_BUF_IN; bt <= PLAN_BUF_OUT; bt++)
       if (acc_add(l, (struct acc){r, g->nblock_threads + r, 0, bt, 1, NULL, {0, 1e300}})) return -1;
+  /* (an in-place plan's aliased part is covered by the other buffer's whole span) */
   return 0;
 }
 
@@ -64,9 +87,9 @@ static int acc_cmp(const void* a, const void* b) {
   return x->sp.lo < y->sp.lo ? -1 : x->sp.lo > y->sp.lo;
 }
 
-/* What the check found so far: distinct (op, op, call distance) triples, and the text. */
+/* What the check found so far: distinct (op, op, call distance, owner) keys, and the text. */
 struct found {
-  int (*keys)[5];
+  int (*keys)[6];
   size_t n, cap;
   int lines, max_lines;
   char* text;
@@ -75,7 +98,7 @@ struct found {
 
 /* Records a finding; 0 if it was seen already, 1 if new, -1 out of memory. */
 static int found_new(struct found* f, const struct acc* x, const struct acc* y, int d) {
-  int key[5] = {x->t, (int)x->i, y->t, (int)y->i, d};
+  int key[6] = {x->t, (int)x->i, y->t, (int)y->i, d, x->owner};
   for (size_t k = 0; k < f->n; k++)
     if (!memcmp(f->keys[k], key, sizeof(key))) return 0;
   if (vec_reserve((void**)&f->keys, &f->cap, f->n + 1, sizeof(*f->keys))) return -1;
@@ -96,7 +119,7 @@ static void describe(const struct rg_graph* g, const struct acc* a, char* buf, s
   int r = g->rank_of[a->t];
   snprintf(buf, len, "gpu %d threadblock %d op %u (%s) %s gpu %d's %s chunks [%u, %u)", r, a->t - g->first_thread[r],
            a->i, plan_op_name(g->blk[a->t]->ops[a->i].code), a->write ? "writes" : "reads", a->owner,
-           buf_name(a->btype), a->ref->index, a->ref->index + a->ref->size);
+           buf_name(a->ref->btype), a->ref->index, a->ref->index + a->ref->size);
 }
 
 /* One unordered pair, op x d calls before op y (or the caller's turn and an op). */

@@ -9,8 +9,9 @@
  * context; a pipeline body counts once; with several signalling blocks, the signals a wait must
  * have seen: struct rg_group), barrier occurrences, semaphore releases to acquires, and
  * every packet write to the packet reads of the same scratch bytes in the same call. Two accesses
- * to the same bytes of a rank's buffer (scratch per half with use_double_scratch_buffer), at
- * least one a write, must be ordered. Port-channel transfers are taken as done when issued (a
+ * to the same bytes of a rank's buffer (scratch per half with use_double_scratch_buffer; in
+ * place, input and output aliased as NCCL's in-place forms say), at least one a write, must be
+ * ordered. Port-channel transfers are taken as done when issued (a
  * source reused before a flush is not caught); relaxed signals order like release ones. The
  * graph (race_graph.c) holds a vector clock per event; race.c collects accesses and reports. */
 #ifndef MPP_PLAN_RACE_H_

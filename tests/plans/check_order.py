@@ -46,6 +46,28 @@ def without_entry_round(p):
     return p
 
 
+def oneshot_rre(n, inplace, via_scratch):
+    """One-shot allreduce by remote reads: a round, rre of the whole buffer from every peer's input
+    (into scratch, or straight into the output), a round, then the copy out of scratch. In place,
+    straight into the output overwrites the input that peers may still be reading."""
+    gs = []
+    for r in range(n):
+        g = gp.Gpu(r, 1, 1, 1 if via_scratch else 0)
+        t = g.tb()
+        ps = gp.peers(n, r)
+        allc = [t.ch("memory", p) for p in ps]
+        gp.entry_round(t, "memory", ps)
+        t.op("rre", channel_type="memory", channel_ids=allc, reduce_op="sum",
+             src_buff=[gp.loc("i", 0)] + [t.rb("memory", p, "i", 0) for p in ps],
+             dst_buff=[gp.loc("s", 0) if via_scratch else gp.loc("o", 0)])
+        t.op("signal", channel_type="memory", channel_ids=allc)
+        t.op("wait", channel_type="memory", channel_ids=allc)
+        if via_scratch:
+            t.op("copy", src_buff=[gp.loc("s", 0)], dst_buff=[gp.loc("o", 0)])
+        gs.append(g)
+    return gp.plan("oneshot_rre", "allreduce", gs, inplace=inplace)
+
+
 def single_scratch(p):
     p = copy.deepcopy(p)
     p["use_double_scratch_buffer"] = False
@@ -127,6 +149,11 @@ def main():
         ("allgather_sync", without_entry_round(gp.allgather_sync(4)), 1,
          ["gpu 1 threadblock 1 op 4 (pws) writes gpu 0's output chunks [1, 2) before"], []),
         ("deadlock", gp.deadlock(2), 1, ["op 0 (wait) can never proceed"], []),
+        ("oneshot_rre_outofplace", oneshot_rre(3, False, False), 0, [": OK"], ["order:"]),
+        ("oneshot_rre_inplace_scratch", oneshot_rre(3, True, True), 0, [": OK"], ["order:"]),
+        ("oneshot_rre_inplace", oneshot_rre(3, True, False), 1,
+         ["gpu 0 threadblock 0 op 2 (rre) writes gpu 0's output chunks [0, 1) and gpu 1 threadblock 0 op 2 (rre) "
+          "reads gpu 0's input chunks [0, 1) in the same call", "gpu 2's output"], []),
         ("no_writer", no_writer(4), 1, ["waits for packets in scratch that no op writes"], []),
         ("two_waiters", two_waiters(), 0, ["order check skipped", "waited on by more than one threadblock"], []),
     ]
