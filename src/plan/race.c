@@ -51,22 +51,48 @@ static void in_place_alias(const struct mscclppPlan* p, int owner, int* btype, s
   *btype = from == PLAN_BUF_IN ? PLAN_BUF_OUT : PLAN_BUF_IN;
 }
 
-/* Every reference of every op, once per rank it names. */
+/* Adds ref j of op i of block thread t, once per rank it names, as done by event (at, ai). */
+static int add_ref(const struct rg_graph* g, struct accs* l, int* own, int t, uint32_t i, int j, int at, uint32_t ai) {
+  const struct plan_op* op = &g->blk[t]->ops[i];
+  int wr = j >= op->nsrc;
+  const struct plan_ref* ref = &g->blk[t]->refs[op->first_ref + j];
+  struct rg_span sp = rg_ref_span(op, ref, plan_ref_is_packet(op->code, wr, wr ? j - op->nsrc : j));
+  int n = rg_ref_owners(g->p, g->rank_of[t], ref, own, g->p->nranks);
+  for (int o = 0; o < n; o++) {
+    struct acc a = {own[o], at, ai, ref->btype, wr, ref, sp};
+    in_place_alias(g->p, own[o], &a.btype, &a.sp);
+    if (acc_add(l, a)) return -1;
+  }
+  return 0;
+}
+
+/* A port put's transfers, one per channel, on its proxies: each reads the sources and writes the
+ * destinations of that channel's peer. */
+static int add_port_refs(const struct rg_graph* g, struct accs* l, int* own, int t, uint32_t i) {
+  const struct plan_op* op = &g->blk[t]->ops[i];
+  for (uint16_t c = 0; c < op->nchan; c++) {
+    const struct plan_chanref* ch = &g->blk[t]->chans[op->first_chan + c];
+    int pt;
+    uint32_t k;
+    if (rg_proxy_event(g, t, i, ch, &pt, &k)) return -1;
+    for (int j = 0; j < op->nsrc + op->ndst; j++)
+      if ((j < op->nsrc || g->blk[t]->refs[op->first_ref + j].rank == ch->peer) && add_ref(g, l, own, t, i, j, pt, k))
+        return -1;
+  }
+  return 0;
+}
+
+/* Every reference of every op, once per rank it names (port transfers: on their proxies). */
 static int collect_ops(const struct rg_graph* g, struct accs* l, int* own) {
   for (int t = 0; t < g->nblock_threads; t++)
     for (uint32_t i = 0; i < g->blk[t]->nops; i++) {
       const struct plan_op* op = &g->blk[t]->ops[i];
-      for (int j = 0; j < op->nsrc + op->ndst; j++) {
-        int wr = j >= op->nsrc;
-        const struct plan_ref* ref = &g->blk[t]->refs[op->first_ref + j];
-        struct rg_span sp = rg_ref_span(op, ref, plan_ref_is_packet(op->code, wr, wr ? j - op->nsrc : j));
-        int n = rg_ref_owners(g->p, g->rank_of[t], ref, own, g->p->nranks);
-        for (int o = 0; o < n; o++) {
-          struct acc a = {own[o], t, i, ref->btype, wr, ref, sp};
-          in_place_alias(g->p, own[o], &a.btype, &a.sp);
-          if (acc_add(l, a)) return -1;
-        }
+      if (rg_port_async(op) && op->nsrc + op->ndst > 0) {
+        if (add_port_refs(g, l, own, t, i)) return -1;
+        continue;
       }
+      for (int j = 0; j < op->nsrc + op->ndst; j++)
+        if (add_ref(g, l, own, t, i, j, t, i)) return -1;
     }
   return 0;
 }
@@ -116,10 +142,11 @@ static const char* buf_name(int bt) { return bt == PLAN_BUF_IN ? "input" : bt ==
 
 /* "gpu R threadblock B op I (name) writes gpu O's output chunks [a, b)" */
 static void describe(const struct rg_graph* g, const struct acc* a, char* buf, size_t len) {
-  int r = g->rank_of[a->t];
-  snprintf(buf, len, "gpu %d threadblock %d op %u (%s) %s gpu %d's %s chunks [%u, %u)", r, a->t - g->first_thread[r],
-           a->i, plan_op_name(g->blk[a->t]->ops[a->i].code), a->write ? "writes" : "reads", a->owner,
-           buf_name(a->ref->btype), a->ref->index, a->ref->index + a->ref->size);
+  struct rg_pred op = rg_event_op(g, a->t, a->i);
+  int r = g->rank_of[op.t];
+  snprintf(buf, len, "gpu %d threadblock %d op %u (%s%s) %s gpu %d's %s chunks [%u, %u)", r, op.t - g->first_thread[r],
+           op.i, plan_op_name(g->blk[op.t]->ops[op.i].code), a->t >= g->first_proxy ? ", by the proxy" : "",
+           a->write ? "writes" : "reads", a->owner, buf_name(a->ref->btype), a->ref->index, a->ref->index + a->ref->size);
 }
 
 /* One unordered pair, op x d calls before op y (or the caller's turn and an op). */

@@ -11,9 +11,11 @@
  * every packet write to the packet reads of the same scratch bytes in the same call. Two accesses
  * to the same bytes of a rank's buffer (scratch per half with use_double_scratch_buffer; in
  * place, input and output aliased as NCCL's in-place forms say), at least one a write, must be
- * ordered. Port-channel transfers are taken as done when issued (a
- * source reused before a flush is not caught); relaxed signals order like release ones. The
- * graph (race_graph.c) holds a vector clock per event; race.c collects accesses and reports. */
+ * ordered. A port channel's puts and signals (put, pws, signal, rlxsignal) run on a proxy
+ * thread of their own, in order (race_port.c): the transfer reads and writes there, the peer's
+ * wait follows the proxy's signal, and only a flush (flush, pwsf: done when the op is) orders
+ * them before the block's later ops. Relaxed signals order like release ones. The graph
+ * (race_graph.c) holds a vector clock per event; race.c collects the accesses and reports. */
 #ifndef MPP_PLAN_RACE_H_
 #define MPP_PLAN_RACE_H_
 
@@ -22,8 +24,9 @@
 
 #include "plan/plan.h"
 
-/* An event: op i (0-based, flattened pipeline) of call c of thread t, or for the caller threads
- * (t >= nblocks total) the caller's turn before call c. */
+/* An event: op i (0-based, flattened pipeline) of call c of thread t; for the caller threads
+ * (nblock_threads .. + nranks) the caller's turn before call c (i = 0); for a proxy thread (after
+ * those) its i-th transfer or signal of call c. */
 struct rg_ev {
   int t;
   int c;
@@ -57,16 +60,28 @@ struct rg_group {
   int64_t init;
 };
 
+/* The proxy of one port channel (rank -> peer, ordinal) that one block drives: its events in
+ * order, each the op (block thread, op) that triggered it. */
+struct rg_proxy {
+  int rank, peer, ord, block;
+  struct rg_pred* src;
+  size_t n, cap;
+};
+
 struct rg_graph {
   const struct mscclppPlan* p;
   int calls;         /* calls unrolled: 2, or 3 with double scratch */
-  int nthreads;      /* blocks of every rank, then one caller thread per rank */
+  int nthreads;      /* blocks of every rank, one caller thread per rank, then the proxies */
   int nblock_threads;
+  int first_proxy;   /* nblock_threads + nranks */
+  struct rg_proxy* proxies;
+  size_t nproxies, capproxies;
+  uint32_t* per_call; /* [thread]: events per call (block: its ops; caller: 1; proxy: its events) */
   int* rank_of;      /* [thread] */
   int* first_thread; /* [rank]: the rank's first block thread */
   const struct plan_block** blk; /* [thread < nblock_threads] */
   struct rg_edges el;  /* every edge, laid out per op as pred_at/preds */
-  uint32_t** pred_at; /* [thread][op + 1]: CSR offsets into preds */
+  uint32_t** pred_at; /* [thread][event + 1] (blocks and proxies): CSR offsets into preds */
   struct rg_pred* preds;
   size_t npreds;
   struct rg_group* groups;

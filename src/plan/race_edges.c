@@ -10,7 +10,7 @@
 #include "plan/race_edges.h"
 #include "util/vec.h"
 
-static int add_edge(struct rg_edges* l, int t, uint32_t i, int ft, uint32_t fi) {
+int rg_add_edge(struct rg_edges* l, int t, uint32_t i, int ft, uint32_t fi) {
   if (vec_reserve((void**)&l->e, &l->cap, l->n + 1, sizeof(*l->e))) return -1;
   l->e[l->n++] = (struct rg_edge){t, i, {ft, fi}};
   return 0;
@@ -73,8 +73,11 @@ static int collect_chevs(const struct rg_graph* g, struct chev** v, size_t* n, s
       int r = g->rank_of[t], w = is_wait(op->code);
       for (uint16_t c = 0; (w || is_signal(op->code)) && c < op->nchan; c++) {
         const struct plan_chanref* ch = &b->chans[op->first_chan + c];
+        int st = t; /* a port channel's signal comes from its proxy */
+        uint32_t si = i;
+        if (!w && rg_port_async(op) && rg_proxy_event(g, t, i, ch, &st, &si)) return -1;
         if (vec_reserve((void**)v, cap, *n + 1, sizeof(**v))) return -1;
-        (*v)[(*n)++] = (struct chev){op->chan_type, w ? ch->peer : r, w ? r : ch->peer, ch->ord, unit, nch, w, t, i};
+        (*v)[(*n)++] = (struct chev){op->chan_type, w ? ch->peer : r, w ? r : ch->peer, ch->ord, unit, nch, w, st, si};
       }
       if (left && --left == 0) unit = 0, nch = 0;
     }
@@ -118,7 +121,7 @@ static int count_edges(struct rg_graph* g, const struct rg_pred* inc, size_t S, 
     int64_t m = (int64_t)(b - a);
     for (size_t n = 1; n <= W; n++) {
       int64_t j = (int64_t)n - init - ((int64_t)S - m);
-      if (j >= 1 && j <= m && add_edge(l, wt[n - 1].t, wt[n - 1].i, inc[a + (size_t)j - 1].t, inc[a + (size_t)j - 1].i))
+      if (j >= 1 && j <= m && rg_add_edge(l, wt[n - 1].t, wt[n - 1].i, inc[a + (size_t)j - 1].t, inc[a + (size_t)j - 1].i))
         return -1;
     }
     a = b;
@@ -184,7 +187,7 @@ static int barrier_edges(struct rg_graph* g, struct rg_edges* l) {
         for (int a = 0; a < nb; a++)
           for (int b = 0; b < nb && pos[(size_t)a * cnt + m] >= 0; b++)
             if (b != a && pos[(size_t)b * cnt + m] > 0 &&
-                add_edge(l, t0 + a, (uint32_t)pos[(size_t)a * cnt + m], t0 + b, (uint32_t)pos[(size_t)b * cnt + m] - 1)) {
+                rg_add_edge(l, t0 + a, (uint32_t)pos[(size_t)a * cnt + m], t0 + b, (uint32_t)pos[(size_t)b * cnt + m] - 1)) {
               free(pos);
               return -1;
             }
@@ -278,7 +281,7 @@ static int packet_edges(struct rg_graph* g, struct rg_edges* l, char* why, size_
       if (w[b].owner != rd[a].owner || (w[b].t == rd[a].t && w[b].i == rd[a].i)) continue;
       if (w[b].sp.lo >= rd[a].sp.hi || rd[a].sp.lo >= w[b].sp.hi) continue;
       found = 1;
-      if (add_edge(l, rd[a].t, rd[a].i, w[b].t, w[b].i)) res = -1;
+      if (rg_add_edge(l, rd[a].t, rd[a].i, w[b].t, w[b].i)) res = -1;
     }
     if (!found && !res) {
       int r = rd[a].owner, t = rd[a].t;
@@ -297,7 +300,8 @@ static int edge_cmp(const void* a, const void* b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Lays the edges out per thread and op: preds of op i of thread t at pred_at[t][i] .. [i + 1). */
+/* Lays the edges out per thread and event: preds of event i of thread t (a block or a proxy) at
+ * pred_at[t][i] .. [i + 1). */
 static int layout(struct rg_graph* g) {
   struct rg_edges* l = &g->el;
   if (l->n) qsort(l->e, l->n, sizeof(*l->e), edge_cmp);
@@ -305,13 +309,14 @@ static int layout(struct rg_graph* g) {
   g->preds = malloc((l->n ? l->n : 1) * sizeof(*g->preds));
   if (!g->preds) return -1;
   size_t k = 0;
-  for (int t = 0; t < g->nblock_threads; t++) {
-    uint32_t nops = g->blk[t]->nops;
-    if (!g->pred_at[t]) g->pred_at[t] = malloc(((size_t)nops + 1) * sizeof(uint32_t));
+  for (int t = 0; t < g->nthreads; t++) {
+    if (t >= g->nblock_threads && t < g->first_proxy) continue; /* callers: no edge lists */
+    uint32_t n = g->per_call[t];
+    if (!g->pred_at[t]) g->pred_at[t] = malloc(((size_t)n + 1) * sizeof(uint32_t));
     if (!g->pred_at[t]) return -1;
-    for (uint32_t i = 0; i <= nops; i++) {
+    for (uint32_t i = 0; i <= n; i++) {
       g->pred_at[t][i] = (uint32_t)k;
-      while (i < nops && k < l->n && l->e[k].t == t && l->e[k].i == i) g->preds[k] = l->e[k].from, k++;
+      while (i < n && k < l->n && l->e[k].t == t && l->e[k].i == i) g->preds[k] = l->e[k].from, k++;
     }
   }
   g->npreds = k;
@@ -324,6 +329,7 @@ int rg_edges(struct rg_graph* g, char* why, size_t why_len) {
   if (!res) res = barrier_edges(g, l);
   if (!res) res = sem_edges(g, why, why_len);
   if (!res) res = packet_edges(g, l, why, why_len);
+  if (!res) res = rg_port_edges(g);
   if (!res) res = layout(g);
   return res;
 }
@@ -349,7 +355,7 @@ long rg_refine(struct rg_graph* g) {
     for (size_t n = 1; n <= q->nwt; n++)
       for (size_t k = 0; (int64_t)n > q->init && k < q->ninc; k++)
         if (must_see(g, q, k, n)) {
-          if (add_edge(&g->el, q->wt[n - 1].t, q->wt[n - 1].i, q->inc[k].t, q->inc[k].i)) return -1;
+          if (rg_add_edge(&g->el, q->wt[n - 1].t, q->wt[n - 1].i, q->inc[k].t, q->inc[k].i)) return -1;
           added++;
         }
   }

@@ -1,5 +1,5 @@
-/* race_graph.c - the happens-before graph of the order check (race.h): threads and events,
- * same-call edges (signals to waits, barriers, semaphores, packets) and a vector clock per event. */
+/* race_graph.c - the happens-before graph of the order check (race.h): threads (blocks, callers,
+ * port proxies) and their events, and a vector clock per event over the edges of race_edges.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,13 +7,9 @@
 #include "plan/race.h"
 #include "plan/race_edges.h"
 
-uint32_t rg_nevents(const struct rg_graph* g, int t) {
-  return t < g->nblock_threads ? g->blk[t]->nops * (uint32_t)g->calls : (uint32_t)g->calls;
-}
+uint32_t rg_nevents(const struct rg_graph* g, int t) { return g->per_call[t] * (uint32_t)g->calls; }
 
-uint32_t rg_index(const struct rg_graph* g, struct rg_ev e) {
-  return e.t < g->nblock_threads ? (uint32_t)e.c * g->blk[e.t]->nops + e.i + 1 : (uint32_t)e.c + 1;
-}
+uint32_t rg_index(const struct rg_graph* g, struct rg_ev e) { return (uint32_t)e.c * g->per_call[e.t] + e.i + 1; }
 
 static const uint32_t* clock_of(const struct rg_graph* g, int t, uint32_t k) {
   return g->vc[t] + (size_t)(k - 1) * (size_t)g->nthreads;
@@ -23,22 +19,37 @@ int rg_before(const struct rg_graph* g, struct rg_ev a, struct rg_ev b) {
   return clock_of(g, b.t, rg_index(g, b))[a.t] >= rg_index(g, a);
 }
 
-/* Threads: every block of every rank, then a caller thread per rank. */
-static int make_threads(struct rg_graph* g, const struct mscclppPlan* p) {
+/* Threads: every block of every rank, a caller thread per rank, then a proxy per port channel
+ * driven asynchronously (rg_find_proxies). 0, 1 (why filled: not modelled) or -1. */
+static int make_threads(struct rg_graph* g, const struct mscclppPlan* p, char* why, size_t why_len) {
   int n = 0;
   for (int r = 0; r < p->nranks; r++) n += p->ranks[r].nblocks;
-  g->nblock_threads = n, g->nthreads = n + p->nranks;
-  g->rank_of = calloc((size_t)g->nthreads, sizeof(int));
-  g->first_thread = calloc((size_t)p->nranks, sizeof(int));
-  g->blk = calloc((size_t)n + 1, sizeof(*g->blk));
-  g->vc = calloc((size_t)g->nthreads, sizeof(*g->vc));
-  g->done = calloc((size_t)g->nthreads, sizeof(*g->done));
-  g->pred_at = calloc((size_t)n + 1, sizeof(*g->pred_at));
-  if (!g->rank_of || !g->first_thread || !g->blk || !g->vc || !g->done || !g->pred_at) return -1;
+  g->nblock_threads = n, g->first_proxy = n + p->nranks;
+  size_t ranks = (unsigned)p->nranks, blocks = (unsigned)n; /* both checked at load (1024, 65536) */
+  g->rank_of = calloc(blocks + ranks, sizeof(int));
+  g->first_thread = calloc(ranks, sizeof(int));
+  g->blk = calloc(blocks + 1, sizeof(*g->blk));
+  if (!g->rank_of || !g->first_thread || !g->blk) return -1;
   for (int r = 0, t = 0; r < p->nranks; r++) {
     g->first_thread[r] = t;
     for (int b = 0; b < p->ranks[r].nblocks; b++, t++) g->rank_of[t] = r, g->blk[t] = &p->ranks[r].blocks[b];
     g->rank_of[n + r] = r;
+  }
+  int res = rg_find_proxies(g, why, why_len);
+  if (res) return res;
+  g->nthreads = g->first_proxy + (int)g->nproxies;
+  size_t threads = (unsigned)g->nthreads;
+  int* ro = realloc(g->rank_of, threads * sizeof(int));
+  g->per_call = calloc(threads, sizeof(uint32_t));
+  g->vc = calloc(threads, sizeof(*g->vc));
+  g->done = calloc(threads, sizeof(*g->done));
+  g->pred_at = calloc(threads, sizeof(*g->pred_at));
+  if (ro) g->rank_of = ro;
+  if (!ro || !g->per_call || !g->vc || !g->done || !g->pred_at) return -1;
+  for (int t = 0; t < g->nthreads; t++) {
+    int x = t - g->first_proxy;
+    g->per_call[t] = t < n ? g->blk[t]->nops : x < 0 ? 1 : (uint32_t)g->proxies[x].n;
+    if (x >= 0) g->rank_of[t] = g->proxies[x].rank;
   }
   return 0;
 }
@@ -81,7 +92,8 @@ static void join(uint32_t* into, const uint32_t* from, int n) {
     if (from[k] > into[k]) into[k] = from[k];
 }
 
-/* Clock of the caller's turn before call c of rank r: after every block of r ended call c - 1. */
+/* Clock of the caller's turn before call c of rank r: after every block of r ended call c - 1
+ * (not the proxies: a transfer that no flush waited for may outlive the call). */
 static int step_caller(struct rg_graph* g, int r) {
   int t = g->nblock_threads + r, c = (int)g->done[t];
   if (c >= g->calls) return 0;
@@ -97,18 +109,19 @@ static int step_caller(struct rg_graph* g, int r) {
   return 1;
 }
 
-/* Clock of the next event of block thread t when its predecessors have theirs. */
-static int step_block(struct rg_graph* g, int t) {
-  uint32_t k = g->done[t], nops = g->blk[t]->nops;
+/* Clock of the next event of block or proxy thread t when its predecessors have theirs (a
+ * block's first op of a call also waits for its caller's turn). */
+static int step_thread(struct rg_graph* g, int t) {
+  uint32_t k = g->done[t], per = g->per_call[t];
   if (k >= rg_nevents(g, t)) return 0;
-  int c = (int)(k / nops);
-  uint32_t i = k % nops;
-  int caller = g->nblock_threads + g->rank_of[t];
-  if (i == 0 && g->done[caller] < (uint32_t)c + 1) return 0;
+  int c = (int)(k / per);
+  uint32_t i = k % per;
+  int caller = t < g->nblock_threads && i == 0 ? g->nblock_threads + g->rank_of[t] : -1;
+  if (caller >= 0 && g->done[caller] < (uint32_t)c + 1) return 0;
   if (!preds_done(g, t, c, i)) return 0;
   uint32_t* v = g->vc[t] + (size_t)k * (size_t)g->nthreads;
   if (k > 0) memcpy(v, clock_of(g, t, k), (size_t)g->nthreads * sizeof(uint32_t));
-  if (i == 0) join(v, clock_of(g, caller, (uint32_t)c + 1), g->nthreads);
+  if (caller >= 0) join(v, clock_of(g, caller, (uint32_t)c + 1), g->nthreads);
   for (uint32_t q = g->pred_at[t][i]; q < g->pred_at[t][i + 1]; q++) {
     const struct rg_pred* pr = &g->preds[q];
     join(v, clock_of(g, pr->t, rg_index(g, (struct rg_ev){pr->t, c, pr->i})), g->nthreads);
@@ -124,8 +137,8 @@ static int run_clocks(struct rg_graph* g, char* why, size_t why_len) {
   for (int moved = 1; moved;) {
     moved = 0;
     for (int r = 0; r < g->p->nranks; r++) moved |= step_caller(g, r);
-    for (int t = 0; t < g->nblock_threads; t++)
-      while (step_block(g, t)) moved = 1;
+    for (int t = 0; t < g->nthreads; t++)
+      while (t < g->nblock_threads || t >= g->first_proxy ? step_thread(g, t) : 0) moved = 1;
   }
   for (int t = 0; t < g->nblock_threads; t++) {
     if (g->done[t] >= rg_nevents(g, t)) continue;
@@ -144,8 +157,9 @@ int rg_build(struct rg_graph* g, const struct mscclppPlan* p, size_t max_clocks,
   memset(g, 0, sizeof(*g));
   g->p = p, g->calls = p->double_scratch ? 3 : 2;
   why[0] = '\0';
-  if (make_threads(g, p)) return -1;
-  int res = rg_edges(g, why, why_len);
+  int res = make_threads(g, p, why, why_len);
+  if (res) return res;
+  res = rg_edges(g, why, why_len);
   if (res) return res;
   res = alloc_clocks(g, max_clocks, why, why_len);
   if (!res) res = run_clocks(g, why, why_len);
@@ -160,9 +174,10 @@ int rg_build(struct rg_graph* g, const struct mscclppPlan* p, size_t max_clocks,
 
 void rg_free(struct rg_graph* g) {
   for (int t = 0; g->vc && t < g->nthreads; t++) free(g->vc[t]);
-  for (int t = 0; g->pred_at && t < g->nblock_threads; t++) free(g->pred_at[t]);
+  for (int t = 0; g->pred_at && t < g->nthreads; t++) free(g->pred_at[t]);
+  for (size_t k = 0; k < g->nproxies; k++) free(g->proxies[k].src);
   for (size_t k = 0; k < g->ngroups; k++) free(g->groups[k].inc), free(g->groups[k].wt);
   free(g->vc), free(g->pred_at), free(g->done), free(g->rank_of), free(g->first_thread), free(g->blk);
-  free(g->preds), free(g->el.e), free(g->groups);
+  free(g->preds), free(g->el.e), free(g->groups), free(g->proxies), free(g->per_call);
   memset(g, 0, sizeof(*g));
 }

@@ -68,6 +68,17 @@ def oneshot_rre(n, inplace, via_scratch):
     return gp.plan("oneshot_rre", "allreduce", gs, inplace=inplace)
 
 
+def renamed_ops(p, old, new):
+    """Plan p with every op named old named new."""
+    p = copy.deepcopy(p)
+    for g in p["gpus"]:
+        for t in g["threadblocks"]:
+            for o in t["ops"]:
+                if o["name"] == old:
+                    o["name"] = new
+    return p
+
+
 def single_scratch(p):
     p = copy.deepcopy(p)
     p["use_double_scratch_buffer"] = False
@@ -149,6 +160,11 @@ def main():
         ("allgather_sync", without_entry_round(gp.allgather_sync(4)), 1,
          ["gpu 1 threadblock 1 op 4 (pws) writes gpu 0's output chunks [1, 2) before"], []),
         ("deadlock", gp.deadlock(2), 1, ["op 0 (wait) can never proceed"], []),
+        # port channels: pwsf is done when the op is; pws leaves the transfer to the proxy, still
+        # reading the input when the call may have returned (the peers' waits do not cover it)
+        ("allgather_port_pws", renamed_ops(gp.allgather(3, False, "port"), "pwsf", "pws"), 1,
+         ["gpu 0 threadblock 0 op 3 (pws, by the proxy) reads gpu 0's input chunks [0, 1) possibly after that rank's "
+          "call has returned"], []),
         ("oneshot_rre_outofplace", oneshot_rre(3, False, False), 0, [": OK"], ["order:"]),
         ("oneshot_rre_inplace_scratch", oneshot_rre(3, True, True), 0, [": OK"], ["order:"]),
         ("oneshot_rre_inplace", oneshot_rre(3, True, False), 1,
