@@ -122,8 +122,14 @@ struct found {
   size_t len, used;
 };
 
-/* Records a finding; 0 if it was seen already, 1 if new, -1 out of memory. */
+/* Records a finding (the same two ops the other way round, d negated, are the same finding); 0
+ * if it was seen already, 1 if new, -1 out of memory. */
 static int found_new(struct found* f, const struct acc* x, const struct acc* y, int d) {
+  int swap = x->t > y->t || (x->t == y->t && x->i > y->i);
+  if (swap) {
+    const struct acc* z = x;
+    x = y, y = z, d = -d;
+  }
   int key[6] = {x->t, (int)x->i, y->t, (int)y->i, d, x->owner};
   for (size_t k = 0; k < f->n; k++)
     if (!memcmp(f->keys[k], key, sizeof(key))) return 0;
