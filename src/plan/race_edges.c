@@ -156,43 +156,62 @@ static int signal_edges(struct rg_graph* g, char* why, size_t why_len) {
   return res;
 }
 
-/* Op positions of barrier id in each block of rank r that meets it: pos[b * cnt + m] is block b's
- * m-th occurrence (-1 rows for blocks that never meet it); *cnt occurrences per block. */
-static int64_t* barrier_positions(const struct rg_graph* g, int r, int id, uint32_t* cnt) {
-  const struct plan_rank* pr = &g->p->ranks[r];
-  *cnt = 0; /* check_sync made every block that meets it meet it as often */
-  for (int b = 0; b < pr->nblocks && !*cnt; b++)
-    for (uint32_t i = 0; i < pr->blocks[b].nops; i++)
-      if (pr->blocks[b].ops[i].code == PLAN_OP_BARRIER && pr->blocks[b].ops[i].barrier_id == id) ++*cnt;
-  int64_t* pos = malloc((size_t)pr->nblocks * (*cnt ? *cnt : 1) * sizeof(int64_t));
-  for (int b = 0; pos && b < pr->nblocks; b++) {
-    uint32_t m = 0;
-    for (uint32_t k = 0; k < *cnt; k++) pos[(size_t)b * *cnt + k] = -1;
-    for (uint32_t i = 0; i < pr->blocks[b].nops && m < *cnt; i++)
-      if (pr->blocks[b].ops[i].code == PLAN_OP_BARRIER && pr->blocks[b].ops[i].barrier_id == id)
-        pos[(size_t)b * *cnt + m++] = i;
-  }
-  return pos;
+/* One barrier op of a rank: its id, block, position and which occurrence of the id in that
+ * block it is. */
+struct bar {
+  int id, block;
+  uint32_t op, m;
+};
+
+static int bar_by_block(const void* a, const void* b) {
+  const struct bar *x = a, *y = b;
+  if (x->id != y->id) return x->id < y->id ? -1 : 1;
+  if (x->block != y->block) return x->block < y->block ? -1 : 1;
+  return x->op < y->op ? -1 : x->op > y->op;
 }
 
-/* Each block's m-th occurrence of a barrier after the op before every other block's m-th. */
-static int barrier_edges(struct rg_graph* g, struct rg_edges* l) {
-  for (int r = 0; r < g->p->nranks; r++)
-    for (int id = 0; id < g->p->ranks[r].nbarriers; id++) {
-      uint32_t cnt;
-      int nb = g->p->ranks[r].nblocks, t0 = g->first_thread[r];
-      int64_t* pos = barrier_positions(g, r, id, &cnt);
-      if (!pos) return -1;
-      for (uint32_t m = 0; m < cnt; m++)
-        for (int a = 0; a < nb; a++)
-          for (int b = 0; b < nb && pos[(size_t)a * cnt + m] >= 0; b++)
-            if (b != a && pos[(size_t)b * cnt + m] > 0 &&
-                rg_add_edge(l, t0 + a, (uint32_t)pos[(size_t)a * cnt + m], t0 + b, (uint32_t)pos[(size_t)b * cnt + m] - 1)) {
-              free(pos);
-              return -1;
-            }
-      free(pos);
+static int bar_by_occurrence(const void* a, const void* b) {
+  const struct bar *x = a, *y = b;
+  if (x->id != y->id) return x->id < y->id ? -1 : 1;
+  if (x->m != y->m) return x->m < y->m ? -1 : 1;
+  return x->block < y->block ? -1 : x->block > y->block;
+}
+
+/* The barrier ops of rank r, grouped by (id, occurrence): *n of them. */
+static struct bar* rank_barriers(const struct plan_rank* pr, size_t* n) {
+  size_t cap = 0;
+  struct bar* v = NULL;
+  *n = 0;
+  for (int b = 0; b < pr->nblocks; b++)
+    for (uint32_t i = 0; i < pr->blocks[b].nops; i++) {
+      if (pr->blocks[b].ops[i].code != PLAN_OP_BARRIER) continue;
+      if (vec_reserve((void**)&v, &cap, *n + 1, sizeof(*v))) return free(v), NULL;
+      v[(*n)++] = (struct bar){pr->blocks[b].ops[i].barrier_id, b, i, 0};
     }
+  if (!*n) return malloc(1);
+  qsort(v, *n, sizeof(*v), bar_by_block);
+  for (size_t k = 1; k < *n; k++)
+    if (v[k].id == v[k - 1].id && v[k].block == v[k - 1].block) v[k].m = v[k - 1].m + 1;
+  qsort(v, *n, sizeof(*v), bar_by_occurrence);
+  return v;
+}
+
+/* Each block's m-th occurrence of a barrier id after the op before every other block's m-th. */
+static int barrier_edges(struct rg_graph* g, struct rg_edges* l) {
+  for (int r = 0; r < g->p->nranks; r++) {
+    size_t n;
+    struct bar* v = rank_barriers(&g->p->ranks[r], &n);
+    if (!v) return -1;
+    int t0 = g->first_thread[r], res = 0;
+    for (size_t s = 0, e; s < n && !res; s = e) {
+      for (e = s; e < n && v[e].id == v[s].id && v[e].m == v[s].m;) e++;
+      for (size_t a = s; a < e && !res; a++)
+        for (size_t b = s; b < e && !res; b++)
+          if (a != b && v[b].op > 0) res = rg_add_edge(l, t0 + v[a].block, v[a].op, t0 + v[b].block, v[b].op - 1);
+    }
+    free(v);
+    if (res) return res;
+  }
   return 0;
 }
 
