@@ -73,7 +73,8 @@ void xml_algo_free(struct xml_algo* a);
 
 /* Whole-algorithm checks after parsing: dense ids, chunk ranges against the owners' chunk counts,
  * peers, one threadblock per (peer, channel, direction), matching sends and receives, existing
- * dependencies with hasdep set, and no cycle (a deadlock) in the step graph. Sets tb->src_tb. */
+ * dependencies with hasdep set, converted scratch (s_chunks + landing slots) within INT32_MAX chunks
+ * per GPU, and no cycle (a deadlock) in the step graph. Sets tb->src_tb. */
 mscclppResult_t xml_check(struct xml_algo* a);
 /* The cycle part of xml_check: runs the steps symbolically (a step runs once its tb reached it,
  * its dependency ran and, for a receive, the matching send ran); anything left is a deadlock. */

@@ -1,7 +1,8 @@
 /* xml_check.c - whole-algorithm checks of a parsed MSCCL XML file: chunk ranges against the owning
  * GPU's buffers, one threadblock per (peer, channel, direction), matching send and receive
  * sequences, dependencies that exist and are announced (hasdep), and no cycle in the graph of
- * "must happen before" edges (program order, deps, send -> matching receive): a cycle would hang. */
+ * "must happen before" edges (program order, deps, send -> matching receive): a cycle would hang.
+ * Also that each GPU's scratch in the converted plan (its landing slots) fits an int. */
 #include <stdlib.h>
 
 #include "plan/xml.h"
@@ -116,6 +117,24 @@ static mscclppResult_t check_has_sender(const struct xml_algo* a, int g, struct 
                  "no tb of gpu %d sends to it there", a->path, t->line, g, t->recv, t->chan, t->recv);
 }
 
+/* The scratch gpu g gets in the converted plan (xml_convert.c): its own s_chunks plus a landing
+ * slot per received chunk (LL: three, a data slot and two for its packets). The converter's slot
+ * indices and the plan's scratch_chunks are ints, so that total must fit one. */
+static mscclppResult_t check_scratch(const struct xml_algo* a, int g) {
+  const struct xml_gpu* gp = &a->gpus[g];
+  int64_t received = 0;
+  for (int t = 0; t < gp->ntbs; t++)
+    for (int s = 0; s < gp->tbs[t].nsteps; s++)
+      if (xml_step_recvs(gp->tbs[t].steps[s].type)) received += gp->tbs[t].steps[s].cnt;
+  int64_t per = a->proto == XML_PROTO_SIMPLE ? 1 : 3, total = gp->chunks[XML_BUF_S] + per * received;
+  if (total > INT32_MAX)
+    return MPP_ERR(mscclppInvalidArgument, "%s:%d: <gpu>: gpu %d receives %lld chunks in all, which need %lld scratch "
+                   "chunks in the converted plan (s_chunks %d + %lld per chunk received); at most %d",
+                   a->path, gp->line, g, (long long)received, (long long)total, gp->chunks[XML_BUF_S], (long long)per,
+                   INT32_MAX);
+  return mscclppSuccess;
+}
+
 mscclppResult_t xml_check(struct xml_algo* a) {
   for (int g = 0; g < a->ngpus; g++) {
     struct xml_gpu* gp = &a->gpus[g];
@@ -125,6 +144,7 @@ mscclppResult_t xml_check(struct xml_algo* a) {
       MPP_CHECK(check_has_sender(a, g, &gp->tbs[t]));
       MPP_CHECK(check_pairing(a, g, t));
     }
+    MPP_CHECK(check_scratch(a, g));
   }
   return xml_check_acyclic(a);
 }

@@ -77,6 +77,47 @@ static void inline_cases(void) {
   }
 }
 
+/* An LL algorithm where gpu 1 receives n messages of 2^24 chunks from gpu 0: converted, gpu 1
+ * needs 3 * n * 2^24 scratch chunks. Malloc'ed text. */
+static char* big_receive_xml(int n) {
+  const int c = 1 << 24;
+  size_t cap = 512 + (size_t)n * 2 * 128, len = 0;
+  char* x = malloc(cap);
+  CHECK(x != NULL);
+  len += snprintf(x + len, cap - len, "<algo name=\"big\" proto=\"LL\" nchannels=\"1\" nchunksperloop=\"1\" "
+                  "ngpus=\"2\" coll=\"allgather\" inplace=\"0\">\n");
+  for (int g = 0; g < 2; g++) {
+    len += snprintf(x + len, cap - len, "<gpu id=\"%d\" i_chunks=\"%d\" o_chunks=\"%d\" s_chunks=\"0\">"
+                    "<tb id=\"0\" send=\"%d\" recv=\"%d\" chan=\"0\">\n", g, c, c, g ? -1 : 1, g ? 0 : -1);
+    for (int s = 0; s < n; s++)
+      len += snprintf(x + len, cap - len, "<step s=\"%d\" type=\"%s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+                      "dstoff=\"0\" cnt=\"%d\"/>\n", s, g ? "r" : "s", c);
+    len += snprintf(x + len, cap - len, "</tb></gpu>\n");
+  }
+  snprintf(x + len, cap - len, "</algo>\n");
+  return x;
+}
+
+/* Converted scratch must fit the converter's int slot indices: 42 messages (3 * 42 * 2^24 chunks,
+ * just below 2^31) convert; 43 are refused naming the gpu (the converter overflowed an int). */
+static void scratch_limit(void) {
+  struct xml_algo* a = NULL;
+  char* x = big_receive_xml(42);
+  CHECK_OK(xml_parse_buffer("big.xml", x, strlen(x), &a));
+  char* json = NULL;
+  CHECK_OK(xml_to_plan_text(a, &json, NULL));
+  CHECK(strstr(json, "\"scratch_chunks\": 2113929216") != NULL);
+  free(json);
+  xml_algo_free(a);
+  free(x);
+  x = big_receive_xml(43);
+  a = NULL;
+  const char* subs[] = {"big.xml:47:", "gpu 1 receives 721420288 chunks", "at most 2147483647", NULL};
+  expect_error("43 big messages", xml_parse_buffer("big.xml", x, strlen(x), &a), subs);
+  CHECK(a == NULL);
+  free(x);
+}
+
 static void selection(void) {
   CHECK_OK(mscclppMscclXmlClear());
   CHECK_OK(mscclppMscclXmlLoad(DIR "allpairs_allreduce_ll.xml")); /* 0: allreduce, in place, < 64 KiB */
@@ -137,6 +178,7 @@ static void from_env(void) {
 int main(void) {
   broken_files();
   inline_cases();
+  scratch_limit();
   selection();
   from_env();
   printf("xml_select: ok\n");
