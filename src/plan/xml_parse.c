@@ -90,13 +90,25 @@ static int attr_enum(struct pctx* c, const char* el, const char* name, const cha
   return -1;
 }
 
+/* Copies s (UTF-8 from expat) into buf[n], cut before the first character that does not fit whole:
+ * a name cut inside a multi-byte character is not UTF-8, which the converted plan's JSON needs. */
+static void copy_utf8(char* buf, size_t n, const char* s) {
+  size_t len = strlen(s);
+  if (len >= n) {
+    len = n - 1;
+    while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80) len--; /* s[len] continues a character */
+  }
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+}
+
 static const char* const kColls[] = {"reduce",  "broadcast", "allreduce", "reducescatter", "allgather", "send",
                                      "recv",    "gather",    "scatter",   "alltoall",      "alltoallv"};
 
 static void start_algo(struct pctx* c, const XML_Char** at) {
   struct xml_algo* a = c->a;
   const char *name = attr_get(at, "name"), *proto = attr_get(at, "proto"), *coll = attr_get(at, "coll");
-  snprintf(a->name, sizeof(a->name), "%s", name ? name : "msccl");
+  copy_utf8(a->name, sizeof(a->name), name ? name : "msccl");
   static const char* const protos[] = {"Simple", "LL", "LL128"};
   if (!proto) { fail(c, "algo", "proto", "missing"); return; }
   if ((a->proto = attr_enum(c, "algo", "proto", proto, protos, 3, "Simple, LL, LL128")) < 0) return;

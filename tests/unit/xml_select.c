@@ -118,6 +118,24 @@ static void scratch_limit(void) {
   free(x);
 }
 
+/* A name longer than the 127 bytes kept is cut at a character boundary: cut inside the two-byte
+ * 'é' it was not UTF-8, and the conversion of a checked algorithm failed ("out of memory"). */
+static void long_name(void) {
+  char xml[512], name[160];
+  memset(name, 'a', 126);
+  snprintf(name + 126, sizeof(name) - 126, "\xc3\xa9tail");
+  snprintf(xml, sizeof(xml), "<algo name=\"%s\" proto=\"Simple\" nchannels=\"1\" nchunksperloop=\"1\" ngpus=\"1\" "
+           "coll=\"allgather\" inplace=\"0\"><gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\" s_chunks=\"0\">"
+           "<copy i_off=\"0\" o_off=\"0\"/></gpu></algo>", name);
+  struct xml_algo* a = NULL;
+  CHECK_OK(xml_parse_buffer("name.xml", xml, strlen(xml), &a));
+  CHECK(strlen(a->name) == 126 && strspn(a->name, "a") == 126);
+  char* json = NULL;
+  CHECK_OK(xml_to_plan_text(a, &json, NULL));
+  free(json);
+  xml_algo_free(a);
+}
+
 static void selection(void) {
   CHECK_OK(mscclppMscclXmlClear());
   CHECK_OK(mscclppMscclXmlLoad(DIR "allpairs_allreduce_ll.xml")); /* 0: allreduce, in place, < 64 KiB */
@@ -179,6 +197,7 @@ int main(void) {
   broken_files();
   inline_cases();
   scratch_limit();
+  long_name();
   selection();
   from_env();
   printf("xml_select: ok\n");
