@@ -1,6 +1,7 @@
 /* The plan C API without ranks: loading from a string and a file, info, the order check, errors
  * that name the field, a size range, and arguments that are refused. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mscclpp/mscclpp.h>
@@ -28,7 +29,52 @@ static const char* good =
     "       \"src_buff\": [{\"type\": \"i\", \"index\": 0, \"size\": 1}], \"dst_buff\": [{\"buffer_id\": 0, \"index\": 0, \"size\": 1}]},\n"
     "      {\"name\": \"wait\", \"channel_type\": \"memory\", \"channel_ids\": [0]}]}]}]}\n";
 
+/* A one-rank plan of nblocks threadblocks; blocks 0 and 1 hold the ops given (JSON), the rest none.
+ * Malloc'ed text. */
+static char* blocks_plan(int nblocks, const char* ops0, const char* ops1) {
+  size_t cap = 256 + strlen(ops0) + strlen(ops1) + (size_t)nblocks * 32, len = 0;
+  char* s = malloc(cap);
+  CHECK(s != NULL);
+  len += snprintf(s + len, cap - len, "{\"collective\": \"test\", \"gpus\": [{\"id\": 0, \"input_chunks\": 0, "
+                  "\"output_chunks\": 0, \"threadblocks\": [");
+  for (int b = 0; b < nblocks; b++)
+    len += snprintf(s + len, cap - len, "%s{\"id\": %d, \"ops\": [%s]}", b ? ", " : "", b, b == 0 ? ops0 : b == 1 ? ops1 : "");
+  snprintf(s + len, cap - len, "]}]}");
+  return s;
+}
+
+#define BAR(id, n) "{\"name\": \"barrier\", \"barrier_id\": " #id ", \"num_threadblocks\": " #n "}"
+
+/* Loads blocks_plan(nblocks, ops0, ops1); want NULL: it loads, else the error contains want. */
+static void barrier_case(int nblocks, const char* ops0, const char* ops1, const char* want) {
+  char* text = blocks_plan(nblocks, ops0, ops1);
+  mscclppPlan_t p = NULL;
+  mscclppResult_t res = mscclppPlanLoadString(text, strlen(text), "bar", &p);
+  if (!want) {
+    CHECK_MSG(res == mscclppSuccess, "%d blocks: %s", nblocks, mscclppGetLastError());
+    mscclppPlanInfo_t info;
+    CHECK_OK(mscclppPlanInfo(p, &info));
+    CHECK(info.maxBlocksPerRank == nblocks);
+    mscclppPlanDestroy(p);
+  } else {
+    CHECK(res == mscclppInvalidArgument && p == NULL);
+    CHECK_MSG(strstr(mscclppGetLastError(), want) != NULL, "want '%s', got: %s", want, mscclppGetLastError());
+  }
+  free(text);
+}
+
+/* Barrier checks. 32769 blocks with barrier id 65535: the check indexed an id x block table in an
+ * int (65535 * 32769 overflows) after allocating 8.6 GB for it; it now needs memory per id only. */
+static void barriers(void) {
+  barrier_case(32769, BAR(65535, 1), "", NULL);
+  barrier_case(2, BAR(0, 1), BAR(0, 2), "barrier 0 is given 2 blocks here and 1 elsewhere");
+  barrier_case(2, BAR(3, 2), BAR(3, 2) ", " BAR(3, 2), "barrier 3 is met 2 times by this block and 1 times by another");
+  barrier_case(2, BAR(1, 2), "", "barrier 1 names 2 blocks but 1 blocks use it");
+  barrier_case(3, BAR(2, 2) ", " BAR(5, 1), BAR(2, 2), NULL);
+}
+
 int main(void) {
+  barriers();
   mscclppPlan_t p = NULL;
   mscclppPlanInfo_t info;
   CHECK_OK(mscclppPlanLoadString(good, strlen(good), "good", &p));
