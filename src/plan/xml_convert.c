@@ -27,7 +27,8 @@
  *   depid/deps: one intra-GPU semaphore per dependency edge between different tbs (init 0): the
  *           depended-on step ends with sem_release, the dependent step starts with sem_acquire.
  *           Dependencies inside one tb hold by program order.
- *   <copy i_off o_off cnt>: copies at the start of tb 0, then a barrier of all the GPU's tbs.
+ *   <copy i_off o_off cnt>: copies at the start of tb 0, then a barrier of all the GPU's tbs; a GPU
+ *           with copies but no tb gets one tb that only copies.
  *   Channels: one memory channel per (peer, MSCCL channel) used in either direction, listed in
  *           (channel, peer) order on both ends, so the k-th channel to B on A is the k-th channel
  *           to A on B. Remote buffers: the scratch of each peer a GPU sends to.
@@ -218,6 +219,22 @@ static int chan_index(const int* ch, int n, int peer, int chan) {
   return -1;
 }
 
+/* The GPU's <copy> elements as copy ops (input -> output). */
+static void emit_copies(struct conv* c, json_t* ops, const struct xml_gpu* gp) {
+  for (int i = 0; i < gp->ncopies; i++)
+    add(c, ops, local_op("copy", lbuf(XML_BUF_I, gp->copies[i].i_off, gp->copies[i].cnt),
+                         lbuf(XML_BUF_O, gp->copies[i].o_off, gp->copies[i].cnt)));
+}
+
+/* The one threadblock of a GPU that has <copy> elements but no <tb>: just the copies. */
+static json_t* copies_tb_json(struct conv* c, const struct xml_gpu* gp) {
+  json_t* ops = json_array();
+  if (ops) emit_copies(c, ops, gp);
+  json_t* out = json_pack("{s:i,s:o,s:[],s:[]}", "id", 0, "ops", ops, "channels", "remote_buffer_refs");
+  if (!out) c->ok = 0;
+  return out;
+}
+
 /* One threadblock: its block-local channel table ([send, recv], deduplicated), the remote buffer
  * ref of its send peer's scratch, and its ops. */
 static json_t* tb_json(struct conv* c, int g, int ti, const int* ch, int nch, const int* rbuf_of) {
@@ -230,10 +247,7 @@ static json_t* tb_json(struct conv* c, int g, int ti, const int* ch, int nch, co
   else if (t->recv >= 0) add(c, ids, json_integer(chan_index(ch, nch, t->recv, t->chan))), rch = sch + 1;
   if (t->send >= 0)
     add(c, rb, json_pack("{s:s,s:[i]}", "access_channel_type", "memory", "remote_buffer_ids", rbuf_of[t->send]));
-  if (ti == 0 && gp->ncopies > 0)
-    for (int i = 0; i < gp->ncopies; i++)
-      add(c, ops, local_op("copy", lbuf(XML_BUF_I, gp->copies[i].i_off, gp->copies[i].cnt),
-                           lbuf(XML_BUF_O, gp->copies[i].o_off, gp->copies[i].cnt)));
+  if (ti == 0 && ops) emit_copies(c, ops, gp);
   if (gp->ncopies > 0 && gp->ntbs > 1)
     add(c, ops, json_pack("{s:s,s:s,s:i,s:i}", "name", "barrier", "channel_type", "none", "barrier_id", 0,
                           "num_threadblocks", gp->ntbs));
@@ -262,6 +276,7 @@ static json_t* gpu_json_fill(struct conv* c, int g, int* ch, int* rbuf_of) {
   }
   for (int e = 0; e < c->nedges[g]; e++) add(c, sems, json_pack("{s:i}", "init_value", 0));
   for (int t = 0; t < gp->ntbs; t++) add(c, tbs, tb_json(c, g, t, ch, nch, rbuf_of));
+  if (gp->ntbs == 0 && gp->ncopies > 0) add(c, tbs, copies_tb_json(c, gp)); /* else its copies had no tb */
   int scratch = gp->chunks[XML_BUF_S] + c->total[g] * (is_ll(c) ? 3 : 1);
   json_t* chans = json_array();
   if (chans && nch > 0)

@@ -157,6 +157,7 @@ int main(void) {
   sample(DIR "allpairs_allreduce_cpy_re_ll.xml", "LL", "upkt", 6);
   sample(DIR "ring_allgather_cpy.xml", "Simple", "copy", 5);       /* cpy i -> o, 2 x (r, cpy s -> o) */
   sample(DIR "ring_allgather_cpy.xml", "Simple", "put", 2);        /* s from i, s from s */
+  sample(DIR "copy_allgather_n1.xml", "Simple", "copy", 1);        /* <copy> and no <tb>: a tb of its own */
   /* buffer_alignment: 16, or with MSCCL scratch the least the protocol takes (equal chunks) */
   alignment(DIR "ring_allreduce.xml", 16);
   alignment(DIR "allpairs_allreduce_ll.xml", 16);
