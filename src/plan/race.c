@@ -52,7 +52,7 @@ static void in_place_alias(const struct mscclppPlan* p, int owner, int* btype, s
 }
 
 /* Adds ref j of op i of block thread t, once per rank it names, as done by event (at, ai). */
-static int add_ref(const struct rg_graph* g, struct accs* l, int* own, int t, uint32_t i, int j, int at, uint32_t ai) {
+static int add_ref(struct rg_graph* g, struct accs* l, int* own, int t, uint32_t i, int j, int at, uint32_t ai) {
   const struct plan_op* op = &g->blk[t]->ops[i];
   int wr = j >= op->nsrc;
   const struct plan_ref* ref = &g->blk[t]->refs[op->first_ref + j];
@@ -68,7 +68,7 @@ static int add_ref(const struct rg_graph* g, struct accs* l, int* own, int t, ui
 
 /* A port put's transfers, one per channel, on its proxies: each reads the sources and writes the
  * destinations of that channel's peer. */
-static int add_port_refs(const struct rg_graph* g, struct accs* l, int* own, int t, uint32_t i) {
+static int add_port_refs(struct rg_graph* g, struct accs* l, int* own, int t, uint32_t i) {
   const struct plan_op* op = &g->blk[t]->ops[i];
   for (uint16_t c = 0; c < op->nchan; c++) {
     const struct plan_chanref* ch = &g->blk[t]->chans[op->first_chan + c];
@@ -83,7 +83,7 @@ static int add_port_refs(const struct rg_graph* g, struct accs* l, int* own, int
 }
 
 /* Every reference of every op, once per rank it names (port transfers: on their proxies). */
-static int collect_ops(const struct rg_graph* g, struct accs* l, int* own) {
+static int collect_ops(struct rg_graph* g, struct accs* l, int* own) {
   for (int t = 0; t < g->nblock_threads; t++)
     for (uint32_t i = 0; i < g->blk[t]->nops; i++) {
       const struct plan_op* op = &g->blk[t]->ops[i];
@@ -197,12 +197,13 @@ static int check_pair(const struct rg_graph* g, struct found* f, const struct ac
 #define FOUND_MAX 4096
 
 /* Every pair of accesses to the same bytes of a buffer, one of them a write, not of one op. */
-static int check_all(const struct rg_graph* g, struct accs* l, struct found* f) {
+static int check_all(struct rg_graph* g, struct accs* l, struct found* f) {
   if (l->n) qsort(l->a, l->n, sizeof(*l->a), acc_cmp);
   for (size_t a = 0; a < l->n && f->n < FOUND_MAX; a++)
     for (size_t b = a + 1; b < l->n; b++) {
       const struct acc *x = &l->a[a], *y = &l->a[b];
       if (y->owner != x->owner || y->btype != x->btype || y->sp.lo >= x->sp.hi) break;
+      if (rg_spend(g, 1)) return -1;
       if (!(x->write || y->write) || (x->t == y->t && x->i == y->i) || y->sp.hi <= x->sp.lo) continue;
       if (check_pair(g, f, x, y)) return -1;
     }
@@ -221,6 +222,8 @@ int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_line
   if (res == 0 && own) res = collect_callers(&g, &l);
   if (res == 0 && own) res = check_all(&g, &l, &f);
   if (!own) res = -1;
+  if (g.over) /* the budget ran out while the accesses were collected or compared */
+    res = 1, snprintf(why, sizeof(why), "the plan is too large for this check (%zu steps)", max_clocks * 2);
   if (res == 2) emit(&f, why), f.n = 1; /* a wait that can never be satisfied */
   if (res == 0 && f.n >= FOUND_MAX) f.max_lines = f.lines + 1, emit(&f, "(the check stopped there: too many findings)");
   if (res == 1 || res == -1) {

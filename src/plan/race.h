@@ -86,9 +86,22 @@ struct rg_graph {
   size_t npreds;
   struct rg_group* groups;
   size_t ngroups, capgroups;
+  size_t work_left; /* steps the check may still take (rg_spend) */
+  int over;         /* it ran out: the plan is too large to check */
   uint32_t** vc;      /* [thread]: (events of the thread) x nthreads clocks, event k (1-based) at k - 1 */
   uint32_t* done;     /* [thread]: events with clocks */
 };
+
+/* Takes n steps from the check's budget (every loop over pairs pays for its steps, so that no
+ * plan can make the check run for long); 1 when the budget is spent (g->over set). */
+static inline int rg_spend(struct rg_graph* g, size_t n) {
+  if (g->work_left < n) {
+    g->work_left = 0, g->over = 1;
+    return 1;
+  }
+  g->work_left -= n;
+  return 0;
+}
 
 /* Events of thread t over all calls: ops x calls, or calls for a caller thread. */
 uint32_t rg_nevents(const struct rg_graph* g, int t);

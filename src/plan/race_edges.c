@@ -59,7 +59,7 @@ static int is_wait(int c) { return c == PLAN_OP_WAIT || c == PLAN_OP_RLXWAIT; }
 
 /* Every signal and wait of every block, one entry per channel of the op, appended to *v (*n of
  * them, room for *cap); -1 when out of memory. */
-static int collect_chevs(const struct rg_graph* g, struct chev** v, size_t* n, size_t* cap) {
+static int collect_chevs(struct rg_graph* g, struct chev** v, size_t* n, size_t* cap) {
   for (int t = 0; t < g->nblock_threads; t++) {
     const struct plan_block* b = g->blk[t];
     uint64_t unit = 0, nch = 0;
@@ -118,6 +118,7 @@ static int count_edges(struct rg_graph* g, const struct rg_pred* inc, size_t S, 
   for (size_t a = 0; a < S;) {
     size_t b = a;
     while (b < S && inc[b].t == inc[a].t) b++;
+    if (rg_spend(g, W + 1)) return 1;
     int64_t m = (int64_t)(b - a);
     for (size_t n = 1; n <= W; n++) {
       int64_t j = (int64_t)n - init - ((int64_t)S - m);
@@ -196,7 +197,9 @@ static struct bar* rank_barriers(const struct plan_rank* pr, size_t* n) {
   return v;
 }
 
-/* Each block's m-th occurrence of a barrier id after the op before every other block's m-th. */
+/* Each block's m-th occurrence of a barrier id after the op before every other block's m-th: in
+ * 2(k - 1) edges for k blocks, the first block's barrier op after the others' ops before theirs,
+ * and their barrier ops after it. */
 static int barrier_edges(struct rg_graph* g, struct rg_edges* l) {
   for (int r = 0; r < g->p->nranks; r++) {
     size_t n;
@@ -205,9 +208,11 @@ static int barrier_edges(struct rg_graph* g, struct rg_edges* l) {
     int t0 = g->first_thread[r], res = 0;
     for (size_t s = 0, e; s < n && !res; s = e) {
       for (e = s; e < n && v[e].id == v[s].id && v[e].m == v[s].m;) e++;
-      for (size_t a = s; a < e && !res; a++)
-        for (size_t b = s; b < e && !res; b++)
-          if (a != b && v[b].op > 0) res = rg_add_edge(l, t0 + v[a].block, v[a].op, t0 + v[b].block, v[b].op - 1);
+      if (rg_spend(g, 2 * (e - s))) res = 1;
+      for (size_t b = s + 1; b < e && !res; b++) {
+        if (v[b].op > 0) res = rg_add_edge(l, t0 + v[s].block, v[s].op, t0 + v[b].block, v[b].op - 1);
+        if (!res) res = rg_add_edge(l, t0 + v[b].block, v[b].op, t0 + v[s].block, v[s].op);
+      }
     }
     free(v);
     if (res) return res;
@@ -296,6 +301,7 @@ static int packet_edges(struct rg_graph* g, struct rg_edges* l, char* why, size_
   free(own);
   for (size_t a = 0; !res && a < nr; a++) {
     int found = 0;
+    if (rg_spend(g, nw + 1)) res = 1;
     for (size_t b = 0; !res && b < nw; b++) {
       if (w[b].owner != rd[a].owner || (w[b].t == rd[a].t && w[b].i == rd[a].i)) continue;
       if (w[b].sp.lo >= rd[a].sp.hi || rd[a].sp.lo >= w[b].sp.hi) continue;
@@ -358,8 +364,9 @@ static struct rg_ev ev0(struct rg_pred p) { return (struct rg_ev){p.t, 0, p.i}; 
 /* Whether increment k of group q must come before its n-th wait (1-based): fewer than n - init
  * other increments can happen before that wait without it (those that come after it, or after
  * the wait, cannot). */
-static int must_see(const struct rg_graph* g, const struct rg_group* q, size_t k, size_t n) {
+static int must_see(struct rg_graph* g, const struct rg_group* q, size_t k, size_t n) {
   int64_t avail = 0;
+  if (rg_spend(g, q->ninc)) return 0;
   struct rg_ev inc = ev0(q->inc[k]), wt = ev0(q->wt[n - 1]);
   if (rg_before(g, inc, wt)) return 0; /* already ordered */
   for (size_t j = 0; j < q->ninc; j++)
@@ -371,7 +378,7 @@ long rg_refine(struct rg_graph* g) {
   long added = 0;
   for (size_t a = 0; a < g->ngroups; a++) {
     const struct rg_group* q = &g->groups[a];
-    for (size_t n = 1; n <= q->nwt; n++)
+    for (size_t n = 1; n <= q->nwt && !g->over; n++)
       for (size_t k = 0; (int64_t)n > q->init && k < q->ninc; k++)
         if (must_see(g, q, k, n)) {
           if (rg_add_edge(&g->el, q->wt[n - 1].t, q->wt[n - 1].i, q->inc[k].t, q->inc[k].i)) return -1;

@@ -23,7 +23,7 @@ int rg_find_proxies(struct rg_graph* g, char* why, size_t why_len);
 int rg_port_async(const struct plan_op* op);
 /* The proxy event (thread in *pt, index in *k) of op i of block thread t on its port channel
  * ch; 0, or -1 when there is none. */
-int rg_proxy_event(const struct rg_graph* g, int t, uint32_t i, const struct plan_chanref* ch, int* pt, uint32_t* k);
+int rg_proxy_event(struct rg_graph* g, int t, uint32_t i, const struct plan_chanref* ch, int* pt, uint32_t* k);
 /* Edges: every proxy event after the op that triggered it; every flush/pwsf after the latest
  * earlier event of its channels' proxies. 0 or -1. */
 int rg_port_edges(struct rg_graph* g);

@@ -153,18 +153,33 @@ static int run_clocks(struct rg_graph* g, char* why, size_t why_len) {
   return 0;
 }
 
+/* 1 (why filled) when the plan's block ops alone, times its threads and calls, pass max_clocks:
+ * checked first, so that nothing else is built for such a plan. */
+static int too_large(const struct mscclppPlan* p, int calls, size_t max_clocks, char* why, size_t why_len) {
+  size_t ops = 0, threads = (unsigned)p->nranks;
+  for (int r = 0; r < p->nranks; r++)
+    for (int b = 0; b < p->ranks[r].nblocks; b++) ops += p->ranks[r].blocks[b].nops, threads++;
+  if (ops * (size_t)calls <= max_clocks / (threads ? threads : 1)) return 0;
+  snprintf(why, why_len, "the plan has %zu ops over %zu threads, more than this check's limit of %zu clocks", ops, threads,
+           max_clocks);
+  return 1;
+}
+
 int rg_build(struct rg_graph* g, const struct mscclppPlan* p, size_t max_clocks, char* why, size_t why_len) {
   memset(g, 0, sizeof(*g));
   g->p = p, g->calls = p->double_scratch ? 3 : 2;
+  g->work_left = max_clocks * 2; /* steps; also bounds the edges (16 bytes each) */
   why[0] = '\0';
+  if (too_large(p, g->calls, max_clocks, why, why_len)) return 1;
   int res = make_threads(g, p, why, why_len);
-  if (res) return res;
-  res = rg_edges(g, why, why_len);
+  if (!res) res = rg_edges(g, why, why_len);
+  if (g->over) res = 1, snprintf(why, why_len, "the plan is too large for this check (%zu steps)", max_clocks * 2);
   if (res) return res;
   res = alloc_clocks(g, max_clocks, why, why_len);
   if (!res) res = run_clocks(g, why, why_len);
   for (int round = 0; !res && round < 16; round++) { /* counters several blocks increment */
     long added = rg_refine(g);
+    if (g->over) return snprintf(why, why_len, "the plan is too large for this check (%zu steps)", max_clocks * 2), 1;
     if (added <= 0) return added < 0 ? -1 : 0;
     reset_clocks(g);
     res = run_clocks(g, why, why_len);

@@ -14,8 +14,9 @@ int rg_port_async(const struct plan_op* op) {
          (c == PLAN_OP_PUT || c == PLAN_OP_PWS || c == PLAN_OP_SIGNAL || c == PLAN_OP_RLXSIGNAL);
 }
 
-/* The proxy of (rank, peer, ord), or -1. */
-static int proxy_of(const struct rg_graph* g, int rank, const struct plan_chanref* ch) {
+/* The proxy of (rank, peer, ord), or -1 (also when the check's budget is spent). */
+static int proxy_of(struct rg_graph* g, int rank, const struct plan_chanref* ch) {
+  if (rg_spend(g, g->nproxies + 1)) return -1;
   for (size_t k = 0; k < g->nproxies; k++)
     if (g->proxies[k].rank == rank && g->proxies[k].peer == ch->peer && g->proxies[k].ord == ch->ord) return (int)k;
   return -1;
@@ -25,6 +26,7 @@ static int proxy_of(const struct rg_graph* g, int rank, const struct plan_chanre
  * another block drives that channel. */
 static int proxy_add(struct rg_graph* g, int t, uint32_t i, const struct plan_chanref* ch, char* why, size_t why_len) {
   int r = g->rank_of[t], k = proxy_of(g, r, ch);
+  if (g->over) return 1; /* rg_build says why */
   if (k < 0) {
     if (vec_reserve((void**)&g->proxies, &g->capproxies, g->nproxies + 1, sizeof(*g->proxies))) return -1;
     k = (int)g->nproxies++;
@@ -53,10 +55,11 @@ int rg_find_proxies(struct rg_graph* g, char* why, size_t why_len) {
   return 0;
 }
 
-int rg_proxy_event(const struct rg_graph* g, int t, uint32_t i, const struct plan_chanref* ch, int* pt, uint32_t* k) {
+int rg_proxy_event(struct rg_graph* g, int t, uint32_t i, const struct plan_chanref* ch, int* pt, uint32_t* k) {
   int x = proxy_of(g, g->rank_of[t], ch);
   if (x < 0) return -1;
   const struct rg_proxy* q = &g->proxies[x];
+  if (rg_spend(g, q->n)) return -1;
   for (size_t e = 0; e < q->n; e++)
     if (q->src[e].t == t && q->src[e].i == i) {
       *pt = g->first_proxy + x, *k = (uint32_t)e;
@@ -69,9 +72,10 @@ int rg_proxy_event(const struct rg_graph* g, int t, uint32_t i, const struct pla
  * before it. */
 static int flush_edge(struct rg_graph* g, int t, uint32_t i, const struct plan_chanref* ch) {
   int x = proxy_of(g, g->rank_of[t], ch);
-  if (x < 0) return 0;
+  if (x < 0) return g->over ? -1 : 0;
   const struct rg_proxy* q = &g->proxies[x];
   size_t e = q->n;
+  if (rg_spend(g, q->n)) return -1;
   while (e > 0 && q->src[e - 1].i >= i) e--;
   return e > 0 ? rg_add_edge(&g->el, t, i, g->first_proxy + x, (uint32_t)(e - 1)) : 0;
 }

@@ -73,8 +73,33 @@ static void barriers(void) {
   barrier_case(3, BAR(2, 2) ", " BAR(5, 1), BAR(2, 2), NULL);
 }
 
+/* One LL block of n copies into scratch chunk 0 as packets and n unpacks of it: n x n packet
+ * pairs for the order check, past its budget at load from n = 2900 (the load still succeeds,
+ * quickly) and through the API from n = 8200 (an error saying so). */
+static void order_budget(int n) {
+  const char* cp = "{\"name\": \"cpkt\", \"src_buff\": [{\"type\": \"i\", \"index\": 0, \"size\": 1}], "
+                   "\"dst_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}]}";
+  const char* up = "{\"name\": \"upkt\", \"src_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}], "
+                   "\"dst_buff\": [{\"type\": \"o\", \"index\": 0, \"size\": 1}]}";
+  size_t cap = 512 + (size_t)n * (strlen(cp) + strlen(up) + 4), len = 0;
+  char* s = malloc(cap);
+  CHECK(s != NULL);
+  len += snprintf(s + len, cap - len, "{\"collective\": \"test\", \"protocol\": \"LL\", \"gpus\": [{\"id\": 0, "
+                  "\"input_chunks\": 1, \"output_chunks\": 1, \"scratch_chunks\": 1, \"threadblocks\": [{\"id\": 0, \"ops\": [");
+  for (int k = 0; k < 2 * n; k++) len += snprintf(s + len, cap - len, "%s%s", k ? ", " : "", k < n ? cp : up);
+  snprintf(s + len, cap - len, "]}]}]}");
+  mscclppPlan_t p = NULL;
+  int findings = -1;
+  CHECK_OK(mscclppPlanLoadString(s, strlen(s), "budget", &p));
+  CHECK(mscclppPlanCheckOrder(p, &findings, NULL, 0) == mscclppInvalidUsage);
+  CHECK_MSG(strstr(mscclppGetLastError(), "too large for this check") != NULL, "got: %s", mscclppGetLastError());
+  mscclppPlanDestroy(p);
+  free(s);
+}
+
 int main(void) {
   barriers();
+  order_budget(10000);
   mscclppPlan_t p = NULL;
   mscclppPlanInfo_t info;
   CHECK_OK(mscclppPlanLoadString(good, strlen(good), "good", &p));
