@@ -47,6 +47,7 @@ struct rg_edge { /* op i of thread t comes after `from` (same call) */
 struct rg_edges {
   struct rg_edge* e;
   size_t n, cap;
+  size_t max; /* at most this many (rg_add_edge fails past it; g->over says why) */
 };
 
 /* A counter (channel semaphore, or a rank's semaphore) incremented by several blocks and waited on

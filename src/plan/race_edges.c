@@ -11,6 +11,7 @@
 #include "util/vec.h"
 
 int rg_add_edge(struct rg_edges* l, int t, uint32_t i, int ft, uint32_t fi) {
+  if (l->n >= l->max) return -1;
   if (vec_reserve((void**)&l->e, &l->cap, l->n + 1, sizeof(*l->e))) return -1;
   l->e[l->n++] = (struct rg_edge){t, i, {ft, fi}};
   return 0;

@@ -119,6 +119,7 @@ static int step_thread(struct rg_graph* g, int t) {
   int caller = t < g->nblock_threads && i == 0 ? g->nblock_threads + g->rank_of[t] : -1;
   if (caller >= 0 && g->done[caller] < (uint32_t)c + 1) return 0;
   if (!preds_done(g, t, c, i)) return 0;
+  if (rg_spend(g, (size_t)(g->pred_at[t][i + 1] - g->pred_at[t][i] + 2) * (size_t)g->nthreads)) return 0;
   uint32_t* v = g->vc[t] + (size_t)k * (size_t)g->nthreads;
   if (k > 0) memcpy(v, clock_of(g, t, k), (size_t)g->nthreads * sizeof(uint32_t));
   if (caller >= 0) join(v, clock_of(g, caller, (uint32_t)c + 1), g->nthreads);
@@ -140,6 +141,7 @@ static int run_clocks(struct rg_graph* g, char* why, size_t why_len) {
     for (int t = 0; t < g->nthreads; t++)
       while (t < g->nblock_threads || t >= g->first_proxy ? step_thread(g, t) : 0) moved = 1;
   }
+  if (g->over) return 1; /* rg_build says why */
   for (int t = 0; t < g->nblock_threads; t++) {
     if (g->done[t] >= rg_nevents(g, t)) continue;
     uint32_t i = g->done[t] % g->blk[t]->nops;
@@ -165,26 +167,35 @@ static int too_large(const struct mscclppPlan* p, int calls, size_t max_clocks, 
   return 1;
 }
 
+/* Whether the check ran out of steps or edges (the plan is too large); says so in why. */
+static int ran_out(struct rg_graph* g, size_t max_clocks, char* why, size_t why_len) {
+  if (!g->over && g->el.n < g->el.max) return 0;
+  g->over = 1;
+  snprintf(why, why_len, "the plan is too large for this check (past %zu steps or %zu edges)", max_clocks * 8, g->el.max);
+  return 1;
+}
+
 int rg_build(struct rg_graph* g, const struct mscclppPlan* p, size_t max_clocks, char* why, size_t why_len) {
   memset(g, 0, sizeof(*g));
   g->p = p, g->calls = p->double_scratch ? 3 : 2;
-  g->work_left = max_clocks * 2; /* steps; also bounds the edges (16 bytes each) */
+  g->work_left = max_clocks * 8, g->el.max = max_clocks / 4 + 64; /* steps; edges (16 bytes each) */
   why[0] = '\0';
   if (too_large(p, g->calls, max_clocks, why, why_len)) return 1;
   int res = make_threads(g, p, why, why_len);
   if (!res) res = rg_edges(g, why, why_len);
-  if (g->over) res = 1, snprintf(why, why_len, "the plan is too large for this check (%zu steps)", max_clocks * 2);
+  if (ran_out(g, max_clocks, why, why_len)) return 1;
   if (res) return res;
   res = alloc_clocks(g, max_clocks, why, why_len);
   if (!res) res = run_clocks(g, why, why_len);
   for (int round = 0; !res && round < 16; round++) { /* counters several blocks increment */
     long added = rg_refine(g);
-    if (g->over) return snprintf(why, why_len, "the plan is too large for this check (%zu steps)", max_clocks * 2), 1;
-    if (added <= 0) return added < 0 ? -1 : 0;
-    reset_clocks(g);
-    res = run_clocks(g, why, why_len);
+    if (added <= 0) {
+      res = added < 0 ? -1 : 0;
+      break;
+    }
+    reset_clocks(g), res = run_clocks(g, why, why_len);
   }
-  return res;
+  return ran_out(g, max_clocks, why, why_len) ? 1 : res;
 }
 
 void rg_free(struct rg_graph* g) {

@@ -74,8 +74,8 @@ static void barriers(void) {
 }
 
 /* One LL block of n copies into scratch chunk 0 as packets and n unpacks of it: n x n packet
- * pairs for the order check, past its budget at load from n = 2900 (the load still succeeds,
- * quickly) and through the API from n = 8200 (an error saying so). */
+ * edges for the order check, past its limit at load from n = 1025 (the load still succeeds,
+ * quickly) and through the API from n = 2900 (an error saying so). */
 static void order_budget(int n) {
   const char* cp = "{\"name\": \"cpkt\", \"src_buff\": [{\"type\": \"i\", \"index\": 0, \"size\": 1}], "
                    "\"dst_buff\": [{\"type\": \"s\", \"index\": 0, \"size\": 1}]}";
