@@ -1,7 +1,7 @@
 /* race_edges.c - the same-call edges of the order check (race.h): the n-th signal on a channel
  * to the n-th wait on its pair, barrier occurrences, semaphore releases to acquires, and packet
- * writes to the reads of the same scratch bytes. Collected as (op, predecessor) pairs, then laid
- * out per thread and op (g->pred_at). */
+ * writes to the reads of the same scratch bytes (port channels' edges: race_port.c). Collected as
+ * (event, predecessor) pairs, then laid out per thread and event (g->pred_at). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
