@@ -228,10 +228,14 @@ static int pid_gone(int pid) {
   return paren != NULL && paren[1] == ' ' && paren[2] == 'Z';
 }
 
+mscclppResult_t comm_peer_alive(struct mscclppComm* comm, int peer) {
+  const struct peer_info* p = &comm->peers[peer];
+  if (same_host(comm, peer) && p->pid > 0 && pid_gone(p->pid))
+    return MPP_ERR(mscclppRemoteError, "rank %d (pid %d) has exited", peer, p->pid);
+  return mscclppSuccess;
+}
+
 mscclppResult_t connection_peer_alive(struct mscclppConnection* conn) {
   if (conn->ops->status != NULL) MPP_CHECK(conn->ops->status(conn));
-  const struct peer_info* p = &conn->comm->peers[conn->peer];
-  if (same_host(conn->comm, conn->peer) && p->pid > 0 && pid_gone(p->pid))
-    return MPP_ERR(mscclppRemoteError, "rank %d (pid %d) has exited", conn->peer, p->pid);
-  return mscclppSuccess;
+  return comm_peer_alive(conn->comm, conn->peer);
 }

@@ -99,6 +99,12 @@ add_test(NAME plan_deadlock_bounded_tcp COMMAND mscclpp-plan run ${_plans_out}/d
 set_tests_properties(plan_deadlock_bounded_tcp PROPERTIES LABELS mp TIMEOUT 60 FIXTURES_REQUIRED plan_corpus
   ENVIRONMENT "MSCCLPP_EXEC_TIMEOUT_MS=300;MSCCLPP_LOG_LEVEL=none"
   PASS_REGULAR_EXPRESSION "rank [01] block 0 op 0 \\(wait\\): waited 300 ms for a signal on a memory channel from rank [01]")
+# A rank dies between two calls: every survivor's next call fails naming it, within seconds (not
+# at the 60 s wait bound the test sets).
+mpp_mp_test(plan_peerdeath NRANKS 4 ARGS ${_plans_out}/allreduce_allpairs_memory_n4.json
+            SOURCES ${PROJECT_SOURCE_DIR}/tests/mp/plan_peerdeath.c)
+set_tests_properties(plan_peerdeath_n4 PROPERTIES FIXTURES_REQUIRED plan_corpus TIMEOUT 120
+                     ENVIRONMENT "MSCCLPP_EXEC_TIMEOUT_MS=60000")
 # draw: the per-step listing with its from/to matrix, and the dot graph.
 add_test(NAME plan_draw COMMAND mscclpp-plan draw ${_plans_out}/allreduce_allpairs_memory_n4.json)
 set_tests_properties(plan_draw PROPERTIES LABELS unit FIXTURES_REQUIRED plan_corpus

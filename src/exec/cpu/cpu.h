@@ -133,6 +133,9 @@ mscclppResult_t exec_remote_signal(struct exec_cpu* st, int owner, int type, int
 mscclppResult_t exec_remote_flush(struct exec_cpu* st, int owner);
 /* RemoteError when owner (on another host) is known to be gone; Success otherwise. */
 mscclppResult_t exec_remote_alive(struct exec_cpu* st, int owner);
+/* RemoteError when rank r is known to be gone: its tcp connection (another host) or its process
+ * (this host: comm_peer_alive, a syscall and a /proc read, so waits call it only now and then). */
+mscclppResult_t exec_peer_alive(struct exec_cpu* st, int r);
 
 /* pool.c: runs fn(arg, b) for b in [0, n) on n threads at once (the caller runs block 0). */
 typedef void (*exec_block_fn)(void* arg, int block);

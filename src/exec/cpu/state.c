@@ -7,6 +7,7 @@
 #include <mscclpp/atomics.h>
 
 #include "core/comm.h"
+#include "core/connection.h"
 #include "exec/cpu/cpu.h"
 #include "util/err.h"
 #include "util/param.h"
@@ -143,6 +144,12 @@ static mscclppResult_t publish_slot(struct exec_cpu* st, int r, uint64_t k, int 
   return mscclppSuccess;
 }
 
+mscclppResult_t exec_peer_alive(struct exec_cpu* st, int r) {
+  if (r == st->rank) return mscclppSuccess;
+  if (!st->peer_sync[r]) return exec_remote_alive(st, r); /* another host */
+  return comm_peer_alive(st->comm, r);
+}
+
 mscclppResult_t exec_rank_barrier(struct exec_cpu* st, int offsets) {
   uint64_t k = ++st->barriers;
   for (int r = 0; r < st->nranks; r++) MPP_CHECK(publish_slot(st, r, k, offsets));
@@ -152,7 +159,7 @@ mscclppResult_t exec_rank_barrier(struct exec_cpu* st, int offsets) {
     for (uint32_t spins = 0; mscclppLoadAcquire64(a) < k; spins++) {
       if ((spins & 63u) == 63u) sched_yield();
       if ((spins & 1023u) != 0) continue;
-      MPP_CHECK(exec_remote_alive(st, r));
+      MPP_CHECK(spins && (spins & 8191u) == 0 ? exec_peer_alive(st, r) : exec_remote_alive(st, r));
       if ((int64_t)(mscclppNowNs() - t0) > st->timeout_ns)
         return MPP_ERR(mscclppTimeout, "executor: rank %d waited %lld ms for rank %d at the rank barrier (%llu)", st->rank,
                        (long long)(st->timeout_ns / 1000000), r, (unsigned long long)k);
