@@ -1,9 +1,11 @@
 /* mscclpp-plan - execution plans from the command line.
  *
- *   mscclpp-plan validate [--strict] FILE...  loads every plan: "FILE: OK" or the error (exit 1),
+ *   mscclpp-plan validate [--strict] [--json] FILE...
+ *                                             loads every plan: "FILE: OK" or the error (exit 1),
  *                                             then runs the order check (mscclppPlanCheckOrder) and
  *                                             lists what it finds ("FILE: order: ..."; --strict:
- *                                             a finding fails the plan too)
+ *                                             a finding fails the plan too); --json: all of it as
+ *                                             one JSON document instead
  *   mscclpp-plan run FILE... -n RANKS [--size BYTES[,BYTES...]] [--dtype T[,T...]|all] [--cpu|--gpu]
  *                    [--ll8] [--iters N] [--hosts H]
  *                                             runs the plans (in turn, one communicator) on RANKS
@@ -28,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include <mscclpp/mscclpp.h>
 
@@ -55,41 +59,85 @@ struct opts {
 };
 
 static int usage(void) {
-  fprintf(stderr, "usage: mscclpp-plan validate [--strict] FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T[,T...]|all] "
+  fprintf(stderr, "usage: mscclpp-plan validate [--strict] [--json] FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T[,T...]|all] "
                   "[--cpu|--gpu] [--ll8] [--iters N] [--hosts H] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
   return 2;
 }
 
-/* The order check of a loaded plan: "FILE: order: LINE" per finding; 1 when there is one. */
-static int order_findings(const char* file, mscclppPlan_t p) {
+/* What validate found for one plan: load error (NULL: loaded), the order check's findings (one per
+ * line of text) or why it did not run, and whether the load turned double scratch on. */
+struct verdict {
+  const char* file;
+  char error[1024], skipped[1024];
+  char* text;
+  int findings, double_by_check;
+};
+
+/* Loads v->file and runs the order check on it. */
+static void judge(struct verdict* v) {
   static char text[1 << 16];
-  int n = 0;
-  if (mscclppPlanCheckOrder(p, &n, text, sizeof(text)) != mscclppSuccess) {
-    printf("%s: order check skipped: %s\n", file, mscclppGetLastError());
-    return 0;
+  mscclppPlan_t p;
+  v->text = text, text[0] = '\0', v->error[0] = v->skipped[0] = '\0', v->findings = v->double_by_check = 0;
+  if (mscclppPlanLoadFile(v->file, &p) != mscclppSuccess) {
+    snprintf(v->error, sizeof(v->error), "%s", mscclppGetLastError());
+    return;
   }
-  for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-    printf("%s: order: %s\n", file, line);
-  if (n > 64) printf("%s: order: ... %d findings in all\n", file, n);
-  return n > 0;
+  mscclppPlanInfo_t info;
+  v->double_by_check = mscclppPlanInfo(p, &info) == mscclppSuccess && info.doubleScratchByCheck;
+  if (mscclppPlanCheckOrder(p, &v->findings, text, sizeof(text)) != mscclppSuccess)
+    snprintf(v->skipped, sizeof(v->skipped), "%s", mscclppGetLastError()), text[0] = '\0';
+  mscclppPlanDestroy(p);
+}
+
+static void print_text(const struct verdict* v, int strict) {
+  if (v->error[0]) {
+    printf("%s: %s\n", v->file, v->error);
+    return;
+  }
+  if (v->double_by_check) printf("%s: use_double_scratch_buffer turned on at load (MSCCLPP_PLAN_ORDER_CHECK=fix)\n", v->file);
+  if (v->skipped[0]) printf("%s: order check skipped: %s\n", v->file, v->skipped);
+  for (char *save = NULL, *line = strtok_r(v->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    printf("%s: order: %s\n", v->file, line);
+  if (v->findings > 64) printf("%s: order: ... %d findings in all\n", v->file, v->findings);
+  printf("%s: %s\n", v->file, v->findings ? (strict ? "FAILED (order)" : "OK (with order findings)") : "OK");
+}
+
+/* {"file", "ok", "error", "double_scratch_by_check", "order": {"checked", "skipped", "count",
+ * "findings": [...]}} */
+static json_t* verdict_json(const struct verdict* v, int ok) {
+  json_t* found = json_array();
+  for (char *save = NULL, *line = strtok_r(v->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    json_array_append_new(found, json_string(line));
+  json_t* order = json_pack("{s:b, s:s?, s:i, s:o}", "checked", !v->error[0] && !v->skipped[0], "skipped",
+                            v->skipped[0] ? v->skipped : NULL, "count", v->findings, "findings", found);
+  return json_pack("{s:s, s:b, s:s?, s:b, s:o}", "file", v->file, "ok", ok, "error", v->error[0] ? v->error : NULL,
+                   "double_scratch_by_check", v->double_by_check, "order", order);
 }
 
 static int cmd_validate(int argc, char** argv) {
-  int bad = 0, strict = argc > 0 && !strcmp(argv[0], "--strict");
-  for (int i = strict; i < argc; i++) {
-    mscclppPlan_t p;
-    if (mscclppPlanLoadFile(argv[i], &p) != mscclppSuccess) {
-      printf("%s: %s\n", argv[i], mscclppGetLastError());
-      bad = 1;
-      continue;
-    }
-    mscclppPlanInfo_t info;
-    if (mscclppPlanInfo(p, &info) == mscclppSuccess && info.doubleScratchByCheck)
-      printf("%s: use_double_scratch_buffer turned on at load (MSCCLPP_PLAN_ORDER_CHECK=fix)\n", argv[i]);
-    int found = order_findings(argv[i], p);
-    printf("%s: %s\n", argv[i], found ? (strict ? "FAILED (order)" : "OK (with order findings)") : "OK");
-    bad |= found && strict;
-    mscclppPlanDestroy(p);
+  int bad = 0, strict = 0, as_json = 0, i = 0;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    if (!strcmp(argv[i], "--strict")) strict = 1;
+    else if (!strcmp(argv[i], "--json")) as_json = 1;
+    else return usage();
+  }
+  json_t* plans = json_array();
+  for (; i < argc; i++) {
+    struct verdict v = {.file = argv[i]};
+    judge(&v);
+    int ok = !v.error[0] && !(strict && v.findings);
+    bad |= !ok;
+    if (as_json) json_array_append_new(plans, verdict_json(&v, ok));
+    else print_text(&v, strict);
+  }
+  if (as_json) {
+    json_t* root = json_pack("{s:o, s:b}", "plans", plans, "ok", !bad);
+    char* out = json_dumps(root, JSON_INDENT(1));
+    if (out) puts(out);
+    free(out);
+    json_decref(root);
+  } else {
+    json_decref(plans);
   }
   return bad;
 }

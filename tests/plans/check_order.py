@@ -204,7 +204,30 @@ def main():
         if not good_load:
             print(text)
         lenient = lenient and good_load
-    return 0 if ok and lenient else 1
+    return 0 if ok and lenient and json_report(tool, bad, good) else 1
+
+
+def json_report(tool, bad, good):
+    """validate --strict --json: one document, a record per plan, exit 1 when one is not ok."""
+    missing = bad + ".missing"
+    r = subprocess.run([tool, "validate", "--strict", "--json", bad, good, missing], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, timeout=60,
+                       env=dict(os.environ, MSCCLPP_PLAN_ORDER_CHECK="warn"))
+    try:
+        doc = json.loads(r.stdout)
+        b, g, m = doc["plans"]
+        good_doc = (r.returncode == 1 and doc["ok"] is False and
+                    b["ok"] is False and b["order"]["checked"] and b["order"]["count"] == 3 and
+                    len(b["order"]["findings"]) == 3 and "before that rank has started" in b["order"]["findings"][0] and
+                    g["ok"] is True and g["order"]["count"] == 0 and g["error"] is None and
+                    m["ok"] is False and "No such file" in m["error"] and not m["order"]["checked"])
+    except (ValueError, KeyError, TypeError) as e:
+        good_doc = False
+        print("not the json expected: %s" % e)
+    print("%s: validate --strict --json" % ("ok" if good_doc else "FAILED"))
+    if not good_doc:
+        print(r.stdout)
+    return good_doc
 
 
 if __name__ == "__main__":
