@@ -26,6 +26,17 @@ static mscclppResult_t recv_into_blocks(struct cpu_net* net, const struct chunk_
   return mscclppSuccess;
 }
 
+/* Sends chunk h (at byte `at` of each block) of block q of the input to every other rank q. */
+static mscclppResult_t send_blocks(struct cpu_net* net, const struct algo_args* a, const struct chunk_hdr* h, size_t at,
+                                   size_t block) {
+  int n = net->ac->nranks, me = net->ac->rank;
+  for (int k = 1; k < n; k++) {
+    int q = (me + k) % n;
+    MPP_CHECK(cpu_send(net, &net->pipes[q], h, (const char*)a->send + (size_t)q * block + at));
+  }
+  return mscclppSuccess;
+}
+
 mscclppResult_t cpu_allgather_direct(struct algo_comm* ac, const struct algo_args* a) {
   struct cpu_net* net;
   MPP_CHECK(cpu_begin(ac, a, &net));
@@ -46,15 +57,12 @@ mscclppResult_t cpu_allgather_direct(struct algo_comm* ac, const struct algo_arg
 mscclppResult_t cpu_alltoall_direct(struct algo_comm* ac, const struct algo_args* a) {
   struct cpu_net* net;
   MPP_CHECK(cpu_begin(ac, a, &net));
-  int n = ac->nranks, me = ac->rank;
+  int me = ac->rank;
   size_t block = a->count * a->es, step = net->chunk / a->es;
   for (size_t base = 0; base < a->count; base += step) {
     size_t len = min_size(step, a->count - base), at = base * a->es;
     struct chunk_hdr h = cpu_hdr(a, at, len * a->es);
-    for (int k = 1; k < n; k++) {
-      int q = (me + k) % n;
-      MPP_CHECK(cpu_send(net, &net->pipes[q], &h, (const char*)a->send + (size_t)q * block + at));
-    }
+    MPP_CHECK(send_blocks(net, a, &h, at, block));
     if (a->send != a->recv) memcpy((char*)a->recv + (size_t)me * block + at, (const char*)a->send + (size_t)me * block + at, len * a->es);
     MPP_CHECK(recv_into_blocks(net, &h, (char*)a->recv + at, block));
   }
@@ -69,10 +77,7 @@ mscclppResult_t cpu_reducescatter_direct(struct algo_comm* ac, const struct algo
   for (size_t base = 0; base < a->count; base += step) {
     size_t len = min_size(step, a->count - base), at = base * a->es;
     struct chunk_hdr h = cpu_hdr(a, at, len * a->es);
-    for (int k = 1; k < n; k++) {
-      int q = (me + k) % n;
-      MPP_CHECK(cpu_send(net, &net->pipes[q], &h, (const char*)a->send + (size_t)q * block + at));
-    }
+    MPP_CHECK(send_blocks(net, a, &h, at, block));
     net->srcs[me] = (const char*)a->send + (size_t)me * block + at;
     net->scalars[me] = a->scalar;
     for (int k = 1; k < n; k++) {
