@@ -33,8 +33,13 @@ int blk_spin(struct blk* k, uint32_t* spins, uint64_t t0, const char* what, int 
       return blk_fail(k, mscclppAborted, "stopped waiting for %s from %s: the communicator is being aborted", what, who);
     struct exec_cpu* st = k->c->st; /* a process of this host only now and then: it costs a syscall */
     if (peer >= 0 && peer != st->rank &&
-        ((s & 4095u) == 0 ? exec_peer_alive(st, peer) : exec_remote_alive(st, peer)) != mscclppSuccess)
-      return blk_fail(k, mscclppRemoteError, "stopped waiting for %s from %s: %s", what, who, err_last());
+        ((s & 4095u) == 0 ? exec_peer_alive(st, peer) : exec_remote_alive(st, peer)) != mscclppSuccess) {
+      /* gone: fail at the next finding, after the caller has read its flag again (the peer may
+       * have stored it just before it exited) */
+      if (k->gone == peer + 1)
+        return blk_fail(k, mscclppRemoteError, "stopped waiting for %s from %s: %s", what, who, err_last());
+      k->gone = peer + 1;
+    }
     if ((int64_t)(mscclppNowNs() - t0) > k->c->st->timeout_ns)
       return blk_fail(k, mscclppTimeout, "waited %lld ms for %s from %s", (long long)(k->c->st->timeout_ns / 1000000),
                       what, who);

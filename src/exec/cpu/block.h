@@ -19,6 +19,7 @@ struct blk {
   uint32_t op_index;
   const struct plan_op* op;
   uint64_t iters; /* iterations of the pipeline being run */
+  int gone;       /* 1 + the rank a wait last found gone (blk_spin fails when it finds it again) */
 };
 
 /* Records the block's failure (first one wins per block) and stops the others; returns -1. */

@@ -159,7 +159,8 @@ mscclppResult_t exec_rank_barrier(struct exec_cpu* st, int offsets) {
     for (uint32_t spins = 0; mscclppLoadAcquire64(a) < k; spins++) {
       if ((spins & 63u) == 63u) sched_yield();
       if ((spins & 1023u) != 0) continue;
-      MPP_CHECK(spins && (spins & 8191u) == 0 ? exec_peer_alive(st, r) : exec_remote_alive(st, r));
+      mscclppResult_t alive = spins && (spins & 8191u) == 0 ? exec_peer_alive(st, r) : exec_remote_alive(st, r);
+      if (alive != mscclppSuccess && mscclppLoadAcquire64(a) < k) return alive; /* (it may have arrived, then exited) */
       if ((int64_t)(mscclppNowNs() - t0) > st->timeout_ns)
         return MPP_ERR(mscclppTimeout, "executor: rank %d waited %lld ms for rank %d at the rank barrier (%llu)", st->rank,
                        (long long)(st->timeout_ns / 1000000), r, (unsigned long long)k);
