@@ -135,7 +135,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     # One-shot LL with one scratch: the all-pairs plan stays in step by itself (a rank's next call
     # starts after it unpacked what each peer sent once done reading its packets); the perf plan's
-    # blocks only send, and a rank one call ahead overwrites packets (it hung so on 4 GPUs).
+    # blocks only send, and a rank one call ahead overwrites packets (its 64-block form hung so on
+    # 4 GPUs; 4 blocks show the same).
     single, perf_single = single_scratch(gp.allreduce_allpairs_ll(4)), single_scratch(gp.allreduce_ll_perf(4, 4))
     cases = [  # (name, plan, exit status, substrings, substrings that must not appear)
         ("allpairs_simple", gp.allreduce_allpairs(4), 0, [": OK"], ["order:"]),
