@@ -240,12 +240,19 @@ int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_line
 /* Clock entries the check may use while a plan loads (4 bytes each, 16 MiB). */
 #define PLAN_ORDER_CLOCKS_LOAD (4u << 20)
 
+/* The load-time check: its count, and its first line without the newline in text. */
+static int check_first(const struct mscclppPlan* p, char* text, size_t len) {
+  int n = plan_race_check(p, PLAN_ORDER_CLOCKS_LOAD, 1, text, len);
+  text[strcspn(text, "\n")] = '\0';
+  return n;
+}
+
 /* Turns double scratch on when the check then finds fewer than n problems (text gets the new
  * first finding); returns the count that stands. */
 static int try_double_scratch(struct mscclppPlan* p, int n, char* text, size_t len) {
   char two[1024];
   p->double_scratch = 1;
-  int m = plan_race_check(p, PLAN_ORDER_CLOCKS_LOAD, 1, two, sizeof(two));
+  int m = check_first(p, two, sizeof(two));
   if (m < 0 || m >= n) {
     p->double_scratch = 0;
     return n;
@@ -271,12 +278,8 @@ mscclppResult_t plan_order_at_load(struct mscclppPlan* p) {
     return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_PLAN_ORDER_CHECK=%s: not one of off, warn, fix, strict", ms);
   if (mode == 0) return mscclppSuccess;
   char text[1024];
-  int n = plan_race_check(p, PLAN_ORDER_CLOCKS_LOAD, 1, text, sizeof(text));
-  size_t len = strlen(text);
-  if (len && text[len - 1] == '\n') text[len - 1] = '\0';
+  int n = check_first(p, text, sizeof(text));
   if (n > 0 && mode == 2 && !p->double_scratch) n = try_double_scratch(p, n, text, sizeof(text));
-  len = strlen(text);
-  if (len && text[len - 1] == '\n') text[len - 1] = '\0';
   if (n > 0 && mode == 3)
     return MPP_ERR(mscclppInvalidArgument, "%s: the order check found %d problem%s for calls run back to back on GPU "
                    "ranks (MSCCLPP_PLAN_ORDER_CHECK=strict refuses it); the first: %s", p->file, n, n > 1 ? "s" : "", text);
