@@ -101,7 +101,7 @@ static int lookup(const char* s, int n, const char* (*name)(int), const char* wh
 }
 
 static const char* coll_name(int i) { return algo_coll_name((enum algo_coll)i); }
-static const char* op_name(int i) { return algo_op_name((enum algo_op)i); }
+static const char* op_name(int i) { return elem_op_name((enum elem_op)i); }
 
 /* -d/-o's argument as a bit mask over n names: "all" is every bit, otherwise one name's bit. */
 static unsigned lookup_mask(const char* s, int n, const char* (*name)(int), const char* what) {
@@ -110,12 +110,12 @@ static unsigned lookup_mask(const char* s, int n, const char* (*name)(int), cons
 
 /* The operators -o takes: our names, "all", and nccl-tests' "mulsum" for premulsum. */
 static unsigned parse_ops(const char* s) {
-  return strcmp(s, "mulsum") == 0 ? 1u << ALGO_OP_PREMUL : lookup_mask(s, ALGO_OP_COUNT, op_name, "op");
+  return strcmp(s, "mulsum") == 0 ? 1u << ELEM_OP_PREMUL : lookup_mask(s, ELEM_OP_COUNT, op_name, "op");
 }
 
 static void parse(int argc, char** argv, struct opts* o) {
   *o = (struct opts){.minb = 8, .maxb = 32u << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
-                     .dtypes = 1u << 7 /* float */, .ops = 1u << ALGO_OP_SUM, .kind = mscclppRankAuto};
+                     .dtypes = 1u << 7 /* float */, .ops = 1u << ELEM_OP_SUM, .kind = mscclppRankAuto};
   static const struct option longs[] = {{"json", required_argument, 0, 'J'}, {"cpu", no_argument, 0, 'C'},
                                         {"gpu", no_argument, 0, 'U'},        {"nccl", no_argument, 0, 'N'},
                                         {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
@@ -128,7 +128,7 @@ static void parse(int argc, char** argv, struct opts* o) {
       case 'n': o->iters = atoi(optarg); break;
       case 'w': o->warmup = atoi(optarg); break;
       case 'c': o->check = atoi(optarg); break;
-      case 'd': o->dtypes = lookup_mask(optarg, ALGO_DTYPE_COUNT, algo_dtype_name, "datatype"); break;
+      case 'd': o->dtypes = lookup_mask(optarg, ELEM_DTYPE_COUNT, elem_dtype_name, "datatype"); break;
       case 'o': o->ops = parse_ops(optarg); break;
       case 'r': o->root = atoi(optarg); break;
       case 's': parse_sizes(optarg, o); break;
@@ -438,7 +438,7 @@ static int run_once(struct bench* b, int impl, const struct shape* s, int inplac
 
 /* The reduction operator of a measurement (a pre-multiplied sum gets this rank's verify scalar). */
 static int make_op(struct bench* b, int impl, const struct verify_spec* spec) {
-  if (!is_reduction(b->o.coll) || b->o.op != ALGO_OP_PREMUL) return b->o.op;
+  if (!is_reduction(b->o.coll) || b->o.op != ELEM_OP_PREMUL) return b->o.op;
   unsigned char scalar[8] = {0};
   verify_scalar(spec, b->rank, scalar);
   if (impl == IMPL_NCCL) {
@@ -600,9 +600,9 @@ static const char* mask_name(unsigned mask, int n, const char* (*name)(int)) {
     if (mask == 1u << i) return name(i);
   return "all";
 }
-static const char* dtypes_name(const struct opts* o) { return mask_name(o->dtypes, ALGO_DTYPE_COUNT, algo_dtype_name); }
+static const char* dtypes_name(const struct opts* o) { return mask_name(o->dtypes, ELEM_DTYPE_COUNT, elem_dtype_name); }
 static const char* ops_name(const struct opts* o) {
-  return is_reduction(o->coll) ? mask_name(o->ops, ALGO_OP_COUNT, op_name) : "none";
+  return is_reduction(o->coll) ? mask_name(o->ops, ELEM_OP_COUNT, op_name) : "none";
 }
 
 static void print_header(struct bench* b) {
@@ -657,13 +657,13 @@ static void report_row(struct bench* b, int impl, const struct shape* s, const s
   int mine = impl == IMPL_MSCCLPP;
   fmt_result(b, s, oop, a, sizeof(a), impl);
   fmt_result(b, s, ip, c, sizeof(c), impl);
-  printf("  %10zu %12zu %9s %9s %5d  %s  %s%s\n", s->bytes, s->bytes / b->es, algo_dtype_name(b->o.dtype),
+  printf("  %10zu %12zu %9s %9s %5d  %s  %s%s\n", s->bytes, s->bytes / b->es, elem_dtype_name(b->o.dtype),
          is_reduction(b->o.coll) ? op_name(b->o.op) : "none", is_rooted(b->o.coll) ? b->o.root : -1, a, c,
          b->o.nccl && b->gpu ? (mine ? "  mscclpp" : "  nccl") : "");
   fflush(stdout);
   if (b->json == NULL) return;
   fprintf(b->json, "%s\n    {\"impl\": \"%s\", \"datatype\": \"%s\", \"op\": \"%s\", \"bytes\": %zu, \"count\": %zu, ",
-          b->json_rows++ ? "," : "", mine ? "mscclpp" : "nccl", algo_dtype_name(b->o.dtype),
+          b->json_rows++ ? "," : "", mine ? "mscclpp" : "nccl", elem_dtype_name(b->o.dtype),
           is_reduction(b->o.coll) ? op_name(b->o.op) : "none", s->bytes, s->bytes / b->es);
   json_result(b->json, "out_of_place", b, s, oop);
   fprintf(b->json, ", ");
@@ -724,7 +724,7 @@ static void setup(struct bench* b) {
   MPP_OK(b, mscclppCommRankKind(b->comm, b->rank, &kind));
   b->gpu = kind == mscclppRankGpu;
   if (is_rooted(b->o.coll) && (b->o.root < 0 || b->o.root >= b->n)) die(b, "-r", "root is not a rank");
-  for (int t = 0; t < ALGO_DTYPE_COUNT; t++) { /* room for the largest size in every datatype run */
+  for (int t = 0; t < ELEM_DTYPE_COUNT; t++) { /* room for the largest size in every datatype run */
     if (!(b->o.dtypes >> t & 1)) continue;
     size_t es = mscclppDataTypeSize((mscclppDataType_t)t);
     struct shape big = shape_of(b->o.coll, b->o.maxb, es, b->n);
@@ -793,9 +793,9 @@ int main(int argc, char** argv) {
   if (b.rank == 0) print_header(&b);
   json_open(&b);
   uint64_t seed = 1;
-  for (int t = 0; t < ALGO_DTYPE_COUNT; t++) { /* nccl-tests' order: datatypes, then operators */
+  for (int t = 0; t < ELEM_DTYPE_COUNT; t++) { /* nccl-tests' order: datatypes, then operators */
     if (!(b.o.dtypes >> t & 1)) continue;
-    for (int op = 0; op < ALGO_OP_COUNT; op++) {
+    for (int op = 0; op < ELEM_OP_COUNT; op++) {
       if (!(b.o.ops >> op & 1)) continue;
       b.o.dtype = t, b.o.op = op, b.es = mscclppDataTypeSize((mscclppDataType_t)t);
       run_sizes(&b, &seed);

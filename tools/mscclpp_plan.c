@@ -40,7 +40,7 @@
 #include "exec/gpu/gpu.h"
 #include "plan/draw.h"
 #include "plan/plan.h"
-#include "plan/xml.h"
+#include "plan/xml/xml.h"
 
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -53,7 +53,7 @@ struct opts {
   const char* files[MAX_FILES];
   int nfiles;
   int n, gpu, iters, dtype, dot, ll8, hosts;
-  int dtypes[ALGO_DTYPE_COUNT], ndtypes; /* --dtype, in the order given; dtype: the one being run */
+  int dtypes[ELEM_DTYPE_COUNT], ndtypes; /* --dtype, in the order given; dtype: the one being run */
   char sizes[512];
   void* stream; /* GPU ranks: the calls' stream */
 };
@@ -154,21 +154,21 @@ static int cmd_draw(int argc, char** argv) {
   return 0;
 }
 
-/* --dtype's value: datatype names (algo_dtype_name), comma-separated, or "all". 0 or -1 (said why). */
+/* --dtype's value: datatype names (elem_dtype_name), comma-separated, or "all". 0 or -1 (said why). */
 static int parse_dtypes(const char* v, struct opts* o) {
   o->ndtypes = 0;
   if (!strcmp(v, "all")) {
-    for (int d = 0; d < ALGO_DTYPE_COUNT; d++) o->dtypes[o->ndtypes++] = d;
+    for (int d = 0; d < ELEM_DTYPE_COUNT; d++) o->dtypes[o->ndtypes++] = d;
     return 0;
   }
   char list[256];
   snprintf(list, sizeof(list), "%s", v);
   for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int dt = -1;
-    for (int d = 0; d < ALGO_DTYPE_COUNT; d++)
-      if (!strcmp(t, algo_dtype_name(d))) dt = d;
+    for (int d = 0; d < ELEM_DTYPE_COUNT; d++)
+      if (!strcmp(t, elem_dtype_name(d))) dt = d;
     if (dt < 0) return fprintf(stderr, "unknown datatype %s\n", t), -1;
-    if (o->ndtypes == ALGO_DTYPE_COUNT) return fprintf(stderr, "--dtype %s: too many datatypes\n", v), -1;
+    if (o->ndtypes == ELEM_DTYPE_COUNT) return fprintf(stderr, "--dtype %s: too many datatypes\n", v), -1;
     o->dtypes[o->ndtypes++] = dt;
   }
   return o->ndtypes ? 0 : (fprintf(stderr, "--dtype: no datatype\n"), -1);
@@ -201,7 +201,7 @@ static int parse_run(int argc, char** argv, struct opts* o) {
   return 0;
 }
 
-/* The reduce_op the plan's reductions all name (enum algo_op; sum when it has none), or -1 when
+/* The reduce_op the plan's reductions all name (enum elem_op; sum when it has none), or -1 when
  * two of them differ: such a plan computes no collective this tool can check. */
 static int plan_redop(const struct mscclppPlan* p) {
   int found = -1;
@@ -216,7 +216,7 @@ static int plan_redop(const struct mscclppPlan* p) {
           found = op->redop;
         }
       }
-  return found < 0 ? ALGO_OP_SUM : found;
+  return found < 0 ? ELEM_OP_SUM : found;
 }
 
 /* One rank's buffers for a call of S bytes (per-rank input; reducescatter: per-rank output). */
@@ -344,7 +344,7 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
     return fprintf(stderr, "%s: its reduce ops name different reduce_ops; cannot check the %s\n", o->file, coll), 1;
   if (S % es || (!strcmp(coll, "alltoall") && S % (es * (uint64_t)n)))
     return fprintf(stderr, "size %llu does not split into %s elements per rank\n", (unsigned long long)S,
-                   algo_dtype_name(o->dtype)), 1;
+                   elem_dtype_name(o->dtype)), 1;
   if (make_bufs(coll, n, rank, S, plan->inplace, &b)) return fprintf(stderr, "out of memory\n"), 1;
   int rc = dev_alloc(o, &b);
   *secs = 0;
@@ -372,7 +372,7 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
     }
     size_t bad = check(coll, &spec, rank, S, es, &b);
     if (bad) rc = fprintf(stderr, "rank %d: %s size %llu %s %s iteration %d: %zu wrong elements\n", rank, o->file,
-                          (unsigned long long)S, algo_dtype_name(o->dtype), reduce ? algo_op_name((enum algo_op)spec.op) : "",
+                          (unsigned long long)S, elem_dtype_name(o->dtype), reduce ? elem_op_name((enum elem_op)spec.op) : "",
                           it, bad) > 0;
   }
   dev_free(&b);
@@ -431,8 +431,8 @@ static int worker(struct opts* o) {
         int red = !strcmp(coll, "allreduce") || !strcmp(coll, "reducescatter") ? plan_redop(plans[i]) : -1;
         if (!rc && rank == 0)
           printf("%s: %d ranks, %llu bytes %s%s%s: OK, %.1f us per call (%d calls)\n", o->file, n,
-                 (unsigned long long)S, algo_dtype_name(o->dtype), red >= 0 ? " " : "",
-                 red >= 0 ? algo_op_name((enum algo_op)red) : "", secs * 1e6, o->iters);
+                 (unsigned long long)S, elem_dtype_name(o->dtype), red >= 0 ? " " : "",
+                 red >= 0 ? elem_op_name((enum elem_op)red) : "", secs * 1e6, o->iters);
       }
   }
   for (int i = 0; i < o->nfiles; i++) mscclppPlanDestroy(plans[i]);

@@ -12,7 +12,7 @@
 
 #include <mscclpp/collectives.h>
 
-#include "algo/redop.h"
+#include "elem/redop.h"
 
 struct mscclppComm;
 struct cpu_net;
@@ -31,10 +31,6 @@ enum algo_coll {
 
 /* "allreduce", "allgather", ... (the names of the tuning table and of mscclpp-perf). */
 const char* algo_coll_name(enum algo_coll coll);
-/* "int8", ..., "f8e5m2" (nccl-tests' names), "?" when unknown. */
-const char* algo_dtype_name(int dtype);
-/* "sum", "prod", "max", "min", "avg", "premulsum". */
-const char* algo_op_name(enum algo_op op);
 
 /* One collective call, checked. count keeps the API's meaning (per rank block for allgather,
  * reducescatter and alltoall). */
@@ -46,8 +42,8 @@ struct algo_args {
   int dtype;
   size_t es;              /* element size */
   mscclppRedOp_t user_op; /* as the caller passed it */
-  enum algo_op op;        /* resolved kind (reductions only) */
-  algo_scalar scalar;     /* this rank's premulsum scalar */
+  enum elem_op op;        /* resolved kind (reductions only) */
+  elem_scalar scalar;     /* this rank's premulsum scalar */
   const void* scalar_dev; /* GPU ranks, device-resident premulsum scalar: read by the kernel (else NULL) */
   int root;
   void* stream;
@@ -81,8 +77,8 @@ mscclppResult_t algo_comm_get(struct mscclppComm* comm, struct algo_comm** out);
 
 /* Resolves op for dtype on ac: the kind and, for a pre-multiplied sum, this rank's scalar (read now
  * for Device residence). InvalidArgument names fn and what is wrong. */
-mscclppResult_t algo_resolve_op(const char* fn, struct algo_comm* ac, mscclppRedOp_t op, int dtype, enum algo_op* kind,
-                                algo_scalar* scalar);
+mscclppResult_t algo_resolve_op(const char* fn, struct algo_comm* ac, mscclppRedOp_t op, int dtype, enum elem_op* kind,
+                                elem_scalar* scalar);
 
 /* The device-resident scalar of op on a GPU-rank communicator (read by the kernels at every call),
  * or NULL. */
@@ -112,10 +108,8 @@ int algo_forced(enum algo_coll coll, int kind);
 /* The registry (for tests and tools): *count entries. */
 const struct algo_desc* algo_registry(int* count);
 
-/* ---- dispatch (dispatch.c) -------------------------------------------------------------------- */
+/* ---- point-to-point (cpu/p2p.c, gpu/p2p.c) ------------------------------------------------------ */
 
-/* Runs one checked collective now. */
-mscclppResult_t algo_dispatch(struct algo_comm* ac, const struct algo_args* a);
 /* A send or receive of a group, in call order among the group's others. */
 struct p2p_op {
   struct algo_comm* ac;
@@ -128,17 +122,5 @@ struct p2p_op {
   void* stream; /* GPU ranks: the stream the op is ordered on */
   int finished;
 };
-
-/* Runs a group's sends and receives now. */
-mscclppResult_t algo_dispatch_p2p(struct p2p_op* ops, int nops);
-
-/* ---- groups (group.c) ------------------------------------------------------------------------- */
-
-/* True when the calling thread is inside mscclppGroupStart/End. */
-int algo_in_group(void);
-/* Queues a checked collective (inside a group) for GroupEnd. */
-mscclppResult_t algo_group_add_coll(struct algo_comm* ac, const struct algo_args* a);
-/* Queues (inside a group) or runs (outside) a checked send (is_send) or receive. */
-mscclppResult_t algo_group_add_p2p(struct algo_comm* ac, int is_send, void* buf, size_t bytes, int peer, void* stream);
 
 #endif /* MPP_ALGO_ALGO_H_ */

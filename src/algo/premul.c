@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
-#include "algo/reduce.h"
+#include "elem/reduce.h"
 #include "core/comm.h"
 #include "util/err.h"
 
@@ -16,9 +16,9 @@ mscclppResult_t mscclppRedOpCreatePreMulSum(mscclppRedOp_t* op, void* scalar, ms
   COMM_CHECK(comm);
   MPP_CHECK_ARG(op != NULL, "mscclppRedOpCreatePreMulSum: op is NULL");
   MPP_CHECK_ARG(scalar != NULL, "mscclppRedOpCreatePreMulSum: scalar is NULL");
-  MPP_CHECK_ARG(algo_dtype_size((int)datatype) != 0,
+  MPP_CHECK_ARG(elem_dtype_size((int)datatype) != 0,
                 "mscclppRedOpCreatePreMulSum: datatype %d is not a valid mscclppDataType_t (0..%d)", (int)datatype,
-                ALGO_DTYPE_COUNT - 1);
+                ELEM_DTYPE_COUNT - 1);
   MPP_CHECK_ARG(residence == mscclppScalarDevice || residence == mscclppScalarHostImmediate,
                 "mscclppRedOpCreatePreMulSum: residence %d is neither mscclppScalarDevice (0) nor mscclppScalarHostImmediate (1)",
                 (int)residence);
@@ -42,7 +42,7 @@ mscclppResult_t mscclppRedOpCreatePreMulSum(mscclppRedOp_t* op, void* scalar, ms
   e->ptr = scalar;
   /* A host-immediate scalar is copied now; a device-resident one is read at each call (by the
    * kernel on GPU ranks, where it is GPU memory the host must not dereference). */
-  if (residence == mscclppScalarHostImmediate) memcpy(e->value, scalar, algo_dtype_size((int)datatype));
+  if (residence == mscclppScalarHostImmediate) memcpy(e->value, scalar, elem_dtype_size((int)datatype));
   *op = (mscclppRedOp_t)(mscclppNumOps + idx);
   return mscclppSuccess;
 }
@@ -66,11 +66,11 @@ mscclppResult_t mscclppRedOpDestroy(mscclppRedOp_t op, mscclppComm_t comm) {
   return mscclppSuccess;
 }
 
-mscclppResult_t algo_resolve_op(const char* fn, struct algo_comm* ac, mscclppRedOp_t op, int dtype, enum algo_op* kind,
-                                algo_scalar* scalar) {
+mscclppResult_t algo_resolve_op(const char* fn, struct algo_comm* ac, mscclppRedOp_t op, int dtype, enum elem_op* kind,
+                                elem_scalar* scalar) {
   memset(scalar, 0, sizeof(*scalar));
   if ((int)op >= 0 && (int)op < (int)mscclppNumOps) {
-    *kind = (enum algo_op)op;
+    *kind = (enum elem_op)op;
     return mscclppSuccess;
   }
   struct algo_premul* e = premul_find(ac, op);
@@ -81,10 +81,10 @@ mscclppResult_t algo_resolve_op(const char* fn, struct algo_comm* ac, mscclppRed
                    fn, (int)op);
   if (e->dtype != dtype)
     return MPP_ERR(mscclppInvalidArgument, "%s: op %d was created for datatype %s, the call uses %s", fn, (int)op,
-                   algo_dtype_name(e->dtype), algo_dtype_name(dtype));
-  *kind = ALGO_OP_PREMUL;
+                   elem_dtype_name(e->dtype), elem_dtype_name(dtype));
+  *kind = ELEM_OP_PREMUL;
   if (e->residence == mscclppScalarDevice && ac->kind == mscclppRankGpu) return mscclppSuccess; /* the kernel reads it */
-  *scalar = algo_scalar_from(e->residence == mscclppScalarDevice ? e->ptr : e->value, dtype);
+  *scalar = elem_scalar_from(e->residence == mscclppScalarDevice ? e->ptr : e->value, dtype);
   return mscclppSuccess;
 }
 

@@ -27,7 +27,7 @@ struct algo_rule {
   int kind;
   int64_t min_ranks, max_ranks;
   uint64_t min_bytes, max_bytes;
-  uint32_t dtypes; /* bit d: datatype d (algo_dtype_name) */
+  uint32_t dtypes; /* bit d: datatype d (elem_dtype_name) */
   const struct algo_desc* algo;
 };
 

@@ -53,13 +53,13 @@ static const struct algo_desc* find_algo(const char* s, enum algo_coll coll, int
 /* "*" -> every datatype; else a comma list of datatype names (s is modified) into a mask; 0 with
  * *bad set to the first unknown name otherwise. */
 static uint32_t parse_dtypes(char* s, const char** bad) {
-  if (strcmp(s, "*") == 0) return (1u << ALGO_DTYPE_COUNT) - 1;
+  if (strcmp(s, "*") == 0) return (1u << ELEM_DTYPE_COUNT) - 1;
   uint32_t mask = 0;
   char* save = NULL;
   for (char* tok = strtok_r(s, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
     int d = 0;
-    while (d < ALGO_DTYPE_COUNT && strcmp(tok, algo_dtype_name(d)) != 0) d++;
-    if (d == ALGO_DTYPE_COUNT) {
+    while (d < ELEM_DTYPE_COUNT && strcmp(tok, elem_dtype_name(d)) != 0) d++;
+    if (d == ELEM_DTYPE_COUNT) {
       *bad = tok;
       return 0;
     }
@@ -141,7 +141,7 @@ mscclppResult_t algo_table_parse(const char* text, const char* name, struct algo
 
 const struct algo_desc* algo_table_lookup(const struct algo_table* t, enum algo_coll coll, int kind, int nranks,
                                           size_t bytes, int dtype, int captured) {
-  uint32_t bit = dtype >= 0 && dtype < ALGO_DTYPE_COUNT ? 1u << dtype : 0;
+  uint32_t bit = dtype >= 0 && dtype < ELEM_DTYPE_COUNT ? 1u << dtype : 0;
   for (int i = 0; i < t->nrules; i++) {
     const struct algo_rule* r = &t->rules[i];
     if ((r->algo->graph_only && !captured) || !(r->dtypes & bit)) continue;

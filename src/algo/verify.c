@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-#include "algo/dtype.h"
-#include "algo/redop.h"
+#include "elem/dtype.h"
+#include "elem/redop.h"
 
 static uint64_t mix(uint64_t seed, int r, size_t i) {
   uint64_t z = seed ^ ((uint64_t)(r + 1) * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)i * 0xd1b54a32d192ed03ull);
@@ -40,13 +40,13 @@ static double fvalue(const struct verify_spec* s, int r, size_t i) {
   uint64_t h = mix(s->seed, r, i) >> 8;
   int64_t n = s->nranks, b = exact_bound(s->dtype), pos = (int64_t)(((size_t)r + i) % (size_t)n);
   switch (s->op) {
-    case ALGO_OP_PROD: {
+    case ELEM_OP_PROD: {
       double mag = (pos < max_pow2(s->dtype) && (h & 2)) ? 2.0 : 1.0;
       return (h & 1) ? -mag : mag;
     }
-    case ALGO_OP_MAX:
-    case ALGO_OP_MIN: return pick(h, min64(b, 1024));
-    case ALGO_OP_PREMUL: {
+    case ELEM_OP_MAX:
+    case ELEM_OP_MIN: return pick(h, min64(b, 1024));
+    case ELEM_OP_PREMUL: {
       int64_t k = min64(n, b / 4), v = min64(b / (4 * k), 1024);
       return pos < k ? pick(h, v) : 0.0;
     }
@@ -65,20 +65,20 @@ static void fstore(int dtype, double v, void* out) {
   uint16_t h;
   uint8_t b;
   switch (dtype) {
-    case 6: h = algo_float_to_half(f); memcpy(out, &h, 2); break;
+    case 6: h = elem_float_to_half(f); memcpy(out, &h, 2); break;
     case 7: memcpy(out, &f, 4); break;
     case 8: memcpy(out, &v, 8); break;
-    case 9: h = algo_float_to_bf16(f); memcpy(out, &h, 2); break;
-    case 10: b = algo_float_to_e4m3(f); memcpy(out, &b, 1); break;
-    default: b = algo_float_to_e5m2(f); memcpy(out, &b, 1); break;
+    case 9: h = elem_float_to_bf16(f); memcpy(out, &h, 2); break;
+    case 10: b = elem_float_to_e4m3(f); memcpy(out, &b, 1); break;
+    default: b = elem_float_to_e5m2(f); memcpy(out, &b, 1); break;
   }
 }
 
 /* Rank r's input element i of an integer reduction, sign- or zero-extended from the type's width. */
 static uint64_t ivalue(const struct verify_spec* s, int r, size_t i) {
   uint64_t h = mix(s->seed, r, i);
-  if (s->op == ALGO_OP_PROD) h |= 1;
-  unsigned bits = (unsigned)algo_dtype_size(s->dtype) * 8;
+  if (s->op == ELEM_OP_PROD) h |= 1;
+  unsigned bits = (unsigned)elem_dtype_size(s->dtype) * 8;
   if (bits == 64) return h;
   h &= (1ull << bits) - 1;
   if (is_signed(s->dtype) && (h >> (bits - 1))) h |= ~0ull << bits;
@@ -86,7 +86,7 @@ static uint64_t ivalue(const struct verify_spec* s, int r, size_t i) {
 }
 
 void verify_fill(const struct verify_spec* s, int r, size_t i0, size_t n, void* buf) {
-  size_t es = algo_dtype_size(s->dtype);
+  size_t es = elem_dtype_size(s->dtype);
   for (size_t j = 0; j < n; j++) {
     char* out = (char*)buf + j * es;
     if (s->op < 0 || is_int(s->dtype)) {
@@ -101,7 +101,7 @@ void verify_fill(const struct verify_spec* s, int r, size_t i0, size_t n, void* 
 void verify_scalar(const struct verify_spec* s, int r, void* out) {
   if (is_int(s->dtype)) {
     uint64_t v = (uint64_t)(r % 3) + 1;
-    memcpy(out, &v, algo_dtype_size(s->dtype));
+    memcpy(out, &v, elem_dtype_size(s->dtype));
   } else {
     fstore(s->dtype, fscalar(r), out);
   }
@@ -114,15 +114,15 @@ static uint64_t iexpected(const struct verify_spec* s, size_t i) {
   for (int r = 1; r < s->nranks; r++) {
     uint64_t v = ivalue(s, r, i);
     switch (s->op) {
-      case ALGO_OP_PROD: acc *= v; break;
-      case ALGO_OP_MAX: if (sg ? (int64_t)v > (int64_t)acc : v > acc) acc = v; break;
-      case ALGO_OP_MIN: if (sg ? (int64_t)v < (int64_t)acc : v < acc) acc = v; break;
-      case ALGO_OP_PREMUL: acc += v * ((uint64_t)(r % 3) + 1); break;
+      case ELEM_OP_PROD: acc *= v; break;
+      case ELEM_OP_MAX: if (sg ? (int64_t)v > (int64_t)acc : v > acc) acc = v; break;
+      case ELEM_OP_MIN: if (sg ? (int64_t)v < (int64_t)acc : v < acc) acc = v; break;
+      case ELEM_OP_PREMUL: acc += v * ((uint64_t)(r % 3) + 1); break;
       default: acc += v; break;
     }
   }
-  if (s->op == ALGO_OP_AVG) { /* the wrapped sum in the type, divided in the type */
-    unsigned bits = (unsigned)algo_dtype_size(s->dtype) * 8;
+  if (s->op == ELEM_OP_AVG) { /* the wrapped sum in the type, divided in the type */
+    unsigned bits = (unsigned)elem_dtype_size(s->dtype) * 8;
     if (bits < 64) acc &= (1ull << bits) - 1;
     if (sg && bits < 64 && (acc >> (bits - 1))) acc |= ~0ull << bits;
     acc = sg ? (uint64_t)((int64_t)acc / s->nranks) : acc / (uint64_t)s->nranks;
@@ -132,32 +132,32 @@ static uint64_t iexpected(const struct verify_spec* s, size_t i) {
 
 /* The reduction of element i over every rank for float types, in double. */
 static double fexpected(const struct verify_spec* s, size_t i) {
-  double acc = fvalue(s, 0, i) * (s->op == ALGO_OP_PREMUL ? fscalar(0) : 1.0);
+  double acc = fvalue(s, 0, i) * (s->op == ELEM_OP_PREMUL ? fscalar(0) : 1.0);
   for (int r = 1; r < s->nranks; r++) {
     double v = fvalue(s, r, i);
     switch (s->op) {
-      case ALGO_OP_PROD: acc *= v; break;
-      case ALGO_OP_MAX: acc = v > acc ? v : acc; break;
-      case ALGO_OP_MIN: acc = v < acc ? v : acc; break;
-      case ALGO_OP_PREMUL: acc += v * fscalar(r); break;
+      case ELEM_OP_PROD: acc *= v; break;
+      case ELEM_OP_MAX: acc = v > acc ? v : acc; break;
+      case ELEM_OP_MIN: acc = v < acc ? v : acc; break;
+      case ELEM_OP_PREMUL: acc += v * fscalar(r); break;
       default: acc += v; break;
     }
   }
-  return s->op == ALGO_OP_AVG ? acc / s->nranks : acc;
+  return s->op == ELEM_OP_AVG ? acc / s->nranks : acc;
 }
 
 /* The value of float bits as an integer that grows with the value (sign-magnitude to linear). */
 static int64_t ordered(int dtype, const void* p) {
   uint64_t u = 0;
-  size_t es = algo_dtype_size(dtype);
+  size_t es = elem_dtype_size(dtype);
   memcpy(&u, p, es);
   uint64_t sign = 1ull << (es * 8 - 1);
   return (u & sign) ? -(int64_t)(u & (sign - 1)) : (int64_t)u;
 }
 
 size_t verify_check_reduced(const struct verify_spec* s, size_t i0, size_t n, const void* buf) {
-  size_t es = algo_dtype_size(s->dtype), wrong = 0;
-  int tol = (!is_int(s->dtype) && (s->op == ALGO_OP_AVG || s->op == ALGO_OP_PREMUL)) ? 2 : 0;
+  size_t es = elem_dtype_size(s->dtype), wrong = 0;
+  int tol = (!is_int(s->dtype) && (s->op == ELEM_OP_AVG || s->op == ELEM_OP_PREMUL)) ? 2 : 0;
   for (size_t j = 0; j < n; j++) {
     unsigned char want[8];
     const char* got = (const char*)buf + j * es;
@@ -175,7 +175,7 @@ size_t verify_check_reduced(const struct verify_spec* s, size_t i0, size_t n, co
 }
 
 size_t verify_check_copy(const struct verify_spec* s, int src, size_t i0, size_t n, const void* buf) {
-  size_t es = algo_dtype_size(s->dtype), wrong = 0;
+  size_t es = elem_dtype_size(s->dtype), wrong = 0;
   for (size_t j = 0; j < n; j++) {
     uint64_t v = mix(s->seed, src, i0 + j);
     wrong += memcmp(&v, (const char*)buf + j * es, es) != 0;

@@ -25,7 +25,7 @@
 
 struct verify_spec {
   int dtype;     /* mscclppDataType_t */
-  int op;        /* enum algo_op for reductions, -1 for data movement */
+  int op;        /* enum elem_op for reductions, -1 for data movement */
   int nranks;
   uint64_t seed; /* vary it between calls so that stale data cannot pass */
 };

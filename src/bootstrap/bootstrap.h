@@ -6,6 +6,7 @@
 #define MPP_BOOTSTRAP_BOOTSTRAP_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <mscclpp/comm.h>
 
@@ -32,6 +33,32 @@ mscclppResult_t bootstrap_barrier(struct bootstrap* b);
 /* Messages between a pair with one tag arrive in order; recv's size must equal send's. */
 mscclppResult_t bootstrap_send(struct bootstrap* b, int peer, int tag, const void* data, size_t size);
 mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* data, size_t size);
+
+/* Swaps size bytes with peer under tag: the lower rank sends first, so that neither blocking nor
+ * buffered sends can deadlock. */
+mscclppResult_t bootstrap_swap(struct bootstrap* b, int peer, int tag, const void* mine, void* theirs, size_t size);
+
+/* ---- tags of the library's own messages -------------------------------------------------------
+ * User code (mscclppBootstrapSend/Recv) uses tags >= 0. Every internal message uses a negative tag,
+ * INT32_MIN | purpose << 24 | (user tag & 0xffffff), where purpose (1..127) says which layer sends
+ * it and the user tag is, for instance, a connection's tag. Internal tags thus never collide with
+ * user tags, nor with another layer's. */
+enum boot_tag_purpose {
+  BOOT_TAG_CONN = 1, /* connection handshake (core/connection.c) */
+  BOOT_TAG_TCP = 2,  /* tcp transport's socket addresses (transport/tcp.c) */
+  BOOT_TAG_SEM = 3,  /* host semaphore token exchange (core/semaphore.c) */
+  BOOT_TAG_CHAN = 4,    /* device semaphore token exchange (channel/tokens.c) */
+  BOOT_TAG_SWITCH = 5,  /* switch channel buffer exchange, tag = group hash (channel/switch_channel.c) */
+  BOOT_TAG_DEVCONN = 6, /* seed API buffer exchange (proxy/devconn.c) */
+  BOOT_TAG_ALGO = 7,    /* collectives' scratch exchange (algo/cpu/net.c, algo/gpu/setup.c) */
+  BOOT_TAG_EXEC = 8,    /* GPU plan executor's channel, scratch and buffer exchanges (exec/gpu/state.c) */
+};
+
+/* The bootstrap tag of an internal message of purpose about the connection tagged tag. */
+static inline int boot_tag(enum boot_tag_purpose purpose, int tag) {
+  return (int)(0x80000000u | ((uint32_t)purpose << 24) | ((uint32_t)tag & 0xffffffu));
+}
+
 
 /* Closes every socket at once so that peers blocked on this rank fail promptly; later calls on b
  * return Aborted. Safe to call from another thread while a call is blocked. */

@@ -219,3 +219,12 @@ mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* dat
   pthread_mutex_unlock(&b->mu);
   return m ? take(m, data, size, who) : res;
 }
+
+mscclppResult_t bootstrap_swap(struct bootstrap* b, int peer, int tag, const void* mine, void* theirs, size_t size) {
+  if (bootstrap_rank(b) < peer) {
+    MPP_CHECK(bootstrap_send(b, peer, tag, mine, size));
+    return bootstrap_recv(b, peer, tag, theirs, size);
+  }
+  MPP_CHECK(bootstrap_recv(b, peer, tag, theirs, size));
+  return bootstrap_send(b, peer, tag, mine, size);
+}

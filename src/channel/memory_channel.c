@@ -28,11 +28,11 @@ mscclppResult_t mscclppMemoryDevSemaphoreCreate(mscclppComm_t comm, mscclppConne
   MPP_CHECK(chan_ext_get(comm, &x));
   struct token_slot mine;
   memset(&mine, 0, sizeof(mine));
-  const char* why = kind_mismatch(comm, conn->peer);
+  const char* why = kind_mismatch(comm, conn->t.peer);
   mscclppResult_t local = mscclppSuccess;
   if (why != NULL) {
     local = MPP_ERR(mscclppInvalidUsage, "memory-channel semaphore with rank %d: %s; memory channels need two GPU ranks "
-                    "(p2p) or two CPU ranks of one host (shm)", conn->peer, why);
+                    "(p2p) or two CPU ranks of one host (shm)", conn->t.peer, why);
   } else {
     pthread_mutex_lock(&x->lock);
     local = tokens_alloc(x, &mine);
@@ -44,13 +44,13 @@ mscclppResult_t mscclppMemoryDevSemaphoreCreate(mscclppComm_t comm, mscclppConne
     return MPP_ERR(mscclppInvalidUsage,
                    "memory-channel semaphore with rank %d (tag %d): the peer's token memory is not mapped here (memory "
                    "channels need ranks of one host: p2p between GPU ranks, shm between CPU ranks)",
-                   conn->peer, conn->tag);
+                   conn->t.peer, conn->t.tag);
   memset(sem, 0, sizeof(*sem));
   sem->inbound = mine.token;
   sem->expected = mine.expected;
   sem->remoteInbound = theirs.ptr;
-  ext_wait_info(x, conn->peer, channelId, &sem->wait);
-  LOG_DEBUG_(LOG_SUB_PROXY, "memory-channel semaphore %d with rank %d: token %p, peer's %p", channelId, conn->peer,
+  ext_wait_info(x, conn->t.peer, channelId, &sem->wait);
+  LOG_DEBUG_(LOG_SUB_PROXY, "memory-channel semaphore %d with rank %d: token %p, peer's %p", channelId, conn->t.peer,
              (void*)mine.token, (void*)theirs.ptr);
   return mscclppSuccess;
 }

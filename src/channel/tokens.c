@@ -94,13 +94,13 @@ mscclppResult_t ext_import(struct chan_ext* x, const void* blob, size_t len, msc
 /* Swaps messages with the peer, the lower rank sending first. */
 static mscclppResult_t swap(struct mscclppConnection* conn, const struct token_msg* mine, struct token_msg* theirs) {
   struct mscclppComm* comm = conn->comm;
-  int tag = boot_tag(BOOT_TAG_CHAN, conn->tag);
-  if (comm->rank < conn->peer) {
-    MPP_CHECK(bootstrap_send(comm->boot, conn->peer, tag, mine, sizeof(*mine)));
-    MPP_CHECK(bootstrap_recv(comm->boot, conn->peer, tag, theirs, sizeof(*theirs)));
+  int tag = boot_tag(BOOT_TAG_CHAN, conn->t.tag);
+  if (comm->rank < conn->t.peer) {
+    MPP_CHECK(bootstrap_send(comm->boot, conn->t.peer, tag, mine, sizeof(*mine)));
+    MPP_CHECK(bootstrap_recv(comm->boot, conn->t.peer, tag, theirs, sizeof(*theirs)));
   } else {
-    MPP_CHECK(bootstrap_recv(comm->boot, conn->peer, tag, theirs, sizeof(*theirs)));
-    MPP_CHECK(bootstrap_send(comm->boot, conn->peer, tag, mine, sizeof(*mine)));
+    MPP_CHECK(bootstrap_recv(comm->boot, conn->t.peer, tag, theirs, sizeof(*theirs)));
+    MPP_CHECK(bootstrap_send(comm->boot, conn->t.peer, tag, mine, sizeof(*mine)));
   }
   return mscclppSuccess;
 }
@@ -109,18 +109,18 @@ static const char* kind_name(int k) { return k == TOKEN_MEMORY ? "memory-channel
 
 /* Checks the peer's message against ours. */
 static mscclppResult_t check_msg(struct mscclppConnection* conn, enum token_kind kind, const struct token_msg* m) {
-  if (m->magic != TOKEN_MSG_MAGIC || m->rank != conn->peer)
-    return MPP_ERR(mscclppRemoteError, "semaphore exchange with rank %d (tag %d): malformed message", conn->peer, conn->tag);
+  if (m->magic != TOKEN_MSG_MAGIC || m->rank != conn->t.peer)
+    return MPP_ERR(mscclppRemoteError, "semaphore exchange with rank %d (tag %d): malformed message", conn->t.peer, conn->t.tag);
   if (m->status != mscclppSuccess)
     return MPP_ERR(mscclppRemoteError, "semaphore exchange with rank %d (tag %d): the peer failed to make its side (see its log)",
-                   conn->peer, conn->tag);
+                   conn->t.peer, conn->t.tag);
   if (m->kind != (int32_t)kind)
     return MPP_ERR(mscclppInvalidUsage,
                    "semaphore exchange with rank %d (tag %d): this rank makes a %s semaphore, the peer a %s one (make "
                    "them in the same order on both sides)",
-                   conn->peer, conn->tag, kind_name(kind), kind_name(m->kind));
+                   conn->t.peer, conn->t.tag, kind_name(kind), kind_name(m->kind));
   if (m->blob_len == 0 || m->blob_len > MSCCLPP_REGMEM_BLOB_BYTES)
-    return MPP_ERR(mscclppRemoteError, "semaphore exchange with rank %d: blob length %llu out of range", conn->peer,
+    return MPP_ERR(mscclppRemoteError, "semaphore exchange with rank %d: blob length %llu out of range", conn->t.peer,
                    (unsigned long long)m->blob_len);
   return mscclppSuccess;
 }
@@ -150,9 +150,9 @@ mscclppResult_t tokens_exchange(struct chan_ext* x, struct mscclppConnection* co
   size_t size = 0;
   int owner = -1;
   MPP_CHECK(mscclppRegMemInfo(theirs->mem, &base, &size, &owner));
-  if (owner != conn->peer || in.offset % TOKEN_SLOT_BYTES != 0 || in.offset > size || size - in.offset < TOKEN_SLOT_BYTES)
+  if (owner != conn->t.peer || in.offset % TOKEN_SLOT_BYTES != 0 || in.offset > size || size - in.offset < TOKEN_SLOT_BYTES)
     return MPP_ERR(mscclppRemoteError, "semaphore exchange with rank %d: token at offset %llu of rank %d's %zu bytes is invalid",
-                   conn->peer, (unsigned long long)in.offset, owner, size);
+                   conn->t.peer, (unsigned long long)in.offset, owner, size);
   theirs->offset = in.offset;
   theirs->ptr = base != NULL ? (uint64_t*)((char*)base + in.offset) : NULL;
   return mscclppSuccess;

@@ -78,12 +78,12 @@ static mscclppResult_t comm_setup(struct mscclppComm* c, const mscclppUniqueId* 
   MPP_CHECK(comm_fill_peer_info(c, &c->peers[c->rank]));
   MPP_CHECK(bootstrap_allgather(c->boot, c->peers, sizeof(*c->peers)));
   MPP_CHECK(comm_adopt_peer_info(c));
-  return transports_init(c);
+  return comm_objects_init(c);
 }
 
 static void comm_free(struct mscclppComm* c, int abort) {
   comm_ext_fini_all(c, abort);
-  if (c->tstate) transports_fini(c, abort);
+  if (c->objs) comm_objects_fini(c, abort);
   if (c->boot) {
     if (abort) bootstrap_abort(c->boot);
     bootstrap_destroy(c->boot);

@@ -7,19 +7,10 @@
 
 #include <mscclpp/comm.h>
 
-struct bootstrap;
-struct transport_state;
+#include "transport/transport.h"
+#include "util/list.h"
 
-/* What every rank tells the others at init (allgathered, fixed layout). */
-struct peer_info {
-  int32_t rank;
-  int32_t kind;     /* mscclppRankKind_t: Cpu or Gpu */
-  int32_t cuda_dev; /* -1 for CPU ranks */
-  int32_t pid;
-  uint64_t host_hash; /* equal for ranks of one host (host name + boot id) */
-  uint64_t comm_id;   /* rank 0's value is the communicator's id */
-  char bus_id[16];    /* PCI bus id of the GPU, "" for CPU ranks */
-};
+struct comm_objects;
 
 /* Upper layers keep their per-communicator state in these slots (core never looks inside). A slot
  * is made on first use and finalized when the communicator is torn down, in reverse slot order
@@ -43,7 +34,8 @@ struct mscclppComm {
   int timeout_ms;             /* bootstrap bound */
   struct bootstrap* boot;
   struct peer_info* peers;    /* nranks entries */
-  struct transport_state* tstate; /* owned by core/transports.c */
+  struct transport_comm tc;   /* the communicator as the transports see it (objects.c fills it) */
+  struct comm_objects* objs;  /* open registrations, connections, semaphores (objects.c) */
   pthread_mutex_t ext_lock;        /* guards making ext slots */
   struct comm_ext ext[COMM_EXT_COUNT];
   _Atomic int busy;     /* public calls inside this communicator now (comm_guard) */
@@ -58,10 +50,15 @@ void* comm_ext_peek(struct mscclppComm* comm, enum comm_ext_slot slot);
 /* Finalizes slot's state now (if any); a later comm_ext_get makes a new one. */
 void comm_ext_release(struct mscclppComm* comm, enum comm_ext_slot slot, int abort);
 
-/* Starts and stops what the transports keep per communicator (services, listeners). Called at
- * the end of init and at the start of destroy/abort; abort != 0 must not wait for peers. */
-mscclppResult_t transports_init(struct mscclppComm* comm);
-void transports_fini(struct mscclppComm* comm, int abort);
+/* objects.c: starts the transports and the lists of open objects (at the end of init), and frees
+ * what the user left open, then stops the transports (at the start of destroy or abort; abort != 0
+ * must not wait for peers). */
+mscclppResult_t comm_objects_init(struct mscclppComm* comm);
+void comm_objects_fini(struct mscclppComm* comm, int abort);
+/* Adds or removes an object of one of the communicator's lists (under their lock). */
+enum comm_object_list { COMM_OBJ_MEMS = 0, COMM_OBJ_CONNS, COMM_OBJ_SEMS, COMM_OBJ_LISTS };
+void comm_objects_track(struct mscclppComm* comm, enum comm_object_list list, struct list_node* node);
+void comm_objects_untrack(struct mscclppComm* comm, struct list_node* node);
 
 /* 1 once mscclppCommAbort has begun on comm: blocking waits check it and return Aborted. */
 static inline int comm_aborting(struct mscclppComm* comm) { return comm != NULL && comm->aborting; }

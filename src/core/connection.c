@@ -25,20 +25,11 @@ struct conn_hello {
   int32_t transport; /* resolved transport, or -1 when this side could not resolve it */
 };
 
-mscclppResult_t boot_swap(struct mscclppComm* comm, int peer, int tag, const void* mine, void* theirs, size_t size) {
-  if (comm->rank < peer) {
-    MPP_CHECK(bootstrap_send(comm->boot, peer, tag, mine, size));
-    return bootstrap_recv(comm->boot, peer, tag, theirs, size);
-  }
-  MPP_CHECK(bootstrap_recv(comm->boot, peer, tag, theirs, size));
-  return bootstrap_send(comm->boot, peer, tag, mine, size);
-}
-
 /* Resolves the transport and checks that the peer resolved the same, with the same tag. The
  * hello is sent even when this side cannot resolve, so that the peer fails at once too. */
 static mscclppResult_t agree(struct mscclppComm* comm, int peer, int tag, mscclppTransport_t want, mscclppTransport_t* out) {
   mscclppTransport_t t = mscclppTransportAuto;
-  mscclppResult_t local = transport_resolve(comm, peer, want, &t);
+  mscclppResult_t local = transport_resolve(&comm->tc, peer, want, &t);
   struct conn_hello mine = {.magic = CONN_MAGIC, .rank = comm->rank, .comm_id = comm->comm_id, .tag = tag,
                             .transport = local == mscclppSuccess ? (int32_t)t : -1};
   struct conn_hello theirs;
@@ -46,7 +37,7 @@ static mscclppResult_t agree(struct mscclppComm* comm, int peer, int tag, mscclp
    * the connection's tag), so that the two sides calling with different tags, or creating a pair's
    * connections in different orders, is an error on both at once instead of two waits that time
    * out. */
-  MPP_CHECK(boot_swap(comm, peer, boot_tag(BOOT_TAG_CONN, 0), &mine, &theirs, sizeof(mine)));
+  MPP_CHECK(bootstrap_swap(comm->boot, peer, boot_tag(BOOT_TAG_CONN, 0), &mine, &theirs, sizeof(mine)));
   if (local != mscclppSuccess) return local;
   if (theirs.magic != CONN_MAGIC || theirs.rank != peer || theirs.comm_id != comm->comm_id)
     return MPP_ERR(mscclppRemoteError, "connection handshake with rank %d: malformed reply", peer);
@@ -76,14 +67,15 @@ mscclppResult_t mscclppConnectionCreate(mscclppComm_t comm, int peer, int tag, m
   MPP_CHECK(agree(comm, peer, tag, transport, &t));
   struct mscclppConnection* c = calloc(1, sizeof(*c));
   if (c == NULL) return MPP_ERR(mscclppSystemError, "mscclppConnectionCreate: out of host memory");
-  *c = (struct mscclppConnection){.comm = comm, .ops = transport_get(t), .transport = t, .peer = peer, .tag = tag};
+  *c = (struct mscclppConnection){.comm = comm, .ops = transport_get(t), .transport = t,
+                                   .t = {.tc = &comm->tc, .peer = peer, .tag = tag}};
   list_init(&c->link);
-  mscclppResult_t res = c->ops->connect(c);
+  mscclppResult_t res = c->ops->connect(&c->t);
   if (res != mscclppSuccess) {
     free(c);
     return res;
   }
-  tstate_track(comm, &comm->tstate->conns, &c->link);
+  comm_objects_track(comm, COMM_OBJ_CONNS, &c->link);
   LOG_INFO_(LOG_SUB_TRANSPORT, "connected rank %d with rank %d (tag %d) over %s", comm->rank, peer, tag, c->ops->name);
   *conn = c;
   return mscclppSuccess;
@@ -99,54 +91,45 @@ mscclppResult_t mscclppConnectionTransport(mscclppConnection_t conn, mscclppTran
 mscclppResult_t mscclppConnectionPeer(mscclppConnection_t conn, int* peer) {
   err_clear();
   MPP_CHECK_ARG(conn != NULL && peer != NULL, "mscclppConnectionPeer: NULL argument");
-  *peer = conn->peer;
+  *peer = conn->t.peer;
   return mscclppSuccess;
 }
 
-/* Why dst, though a valid buffer of the peer, cannot be reached through conn here; NULL if it can. */
+/* Why dst, though a valid buffer of the peer, cannot be reached through conn here; NULL if it can:
+ * a transport that maps memory needs dst mapped here, the others need dst to offer them. */
 static const char* unreachable(const struct mscclppConnection* conn, const struct mscclppRegMem* dst) {
-  switch (conn->transport) {
-    case mscclppTransportTCP:
-      return (dst->d.transports & TRANSPORT_BIT(mscclppTransportTCP)) ? NULL : "it offers no tcp region";
-    case mscclppTransportSHM:
-      return dst->ptr != NULL ? NULL
-                              : "it is not shared memory (plain host memory is reachable over tcp only); allocate it "
-                                "with mscclppMemAlloc(mscclppMemHost)";
-    default:
-      return dst->ptr != NULL ? NULL
-                              : "it is not mapped here (P2P needs cudaMalloc/cuMem memory or mscclppMemAlloc memory of a "
-                                "rank of this host, imported by a GPU rank)";
-  }
+  int reached = conn->ops->maps_memory ? dst->t.ptr != NULL : (dst->t.d.transports & TRANSPORT_BIT(conn->transport)) != 0;
+  return reached ? NULL : conn->ops->unreachable_why;
 }
 
 mscclppResult_t connection_check_dst(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
                                      uint64_t size) {
   const char* tn = transport_name(conn->transport);
-  if (dst == NULL) return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: destination is NULL", tn, conn->peer);
+  if (dst == NULL) return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: destination is NULL", tn, conn->t.peer);
   if (dst->comm != conn->comm)
     return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: destination belongs to another communicator", tn,
-                   conn->peer);
-  if (dst->local || dst->d.owner != conn->peer)
+                   conn->t.peer);
+  if (dst->t.local || dst->t.d.owner != conn->t.peer)
     return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: destination is rank %d's memory, not the peer's", tn,
-                   conn->peer, dst->d.owner);
-  if (dst_off > dst->d.size || size > dst->d.size - dst_off)
+                   conn->t.peer, dst->t.d.owner);
+  if (dst_off > dst->t.d.size || size > dst->t.d.size - dst_off)
     return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: %llu bytes at offset %llu exceed its %llu-byte buffer",
-                   tn, conn->peer, (unsigned long long)size, (unsigned long long)dst_off,
-                   (unsigned long long)dst->d.size);
+                   tn, conn->t.peer, (unsigned long long)size, (unsigned long long)dst_off,
+                   (unsigned long long)dst->t.d.size);
   const char* why = unreachable(conn, dst);
   if (why != NULL)
-    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: cannot reach its buffer: %s", tn, conn->peer, why);
+    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: cannot reach its buffer: %s", tn, conn->t.peer, why);
   return mscclppSuccess;
 }
 
 static mscclppResult_t check_src(struct mscclppConnection* conn, struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
-  if (src == NULL || src->comm != conn->comm || !src->local)
+  if (src == NULL || src->comm != conn->comm || !src->t.local)
     return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: source must be memory this rank registered in this communicator",
-                   transport_name(conn->transport), conn->peer);
-  if (src_off > src->d.size || size > src->d.size - src_off)
+                   transport_name(conn->transport), conn->t.peer);
+  if (src_off > src->t.d.size || size > src->t.d.size - src_off)
     return MPP_ERR(mscclppInvalidArgument, "%s connection to rank %d: %llu source bytes at offset %llu exceed the %llu-byte buffer",
-                   transport_name(conn->transport), conn->peer, (unsigned long long)size, (unsigned long long)src_off,
-                   (unsigned long long)src->d.size);
+                   transport_name(conn->transport), conn->t.peer, (unsigned long long)size, (unsigned long long)src_off,
+                   (unsigned long long)src->t.d.size);
   return mscclppSuccess;
 }
 
@@ -156,23 +139,23 @@ mscclppResult_t mscclppConnectionWrite(mscclppConnection_t conn, mscclppRegMem_t
   MPP_CHECK_ARG(conn != NULL, "mscclppConnectionWrite: conn is NULL");
   MPP_CHECK(connection_check_dst(conn, dst, dstOffset, size));
   MPP_CHECK(check_src(conn, src, srcOffset, size));
-  return conn->ops->write(conn, dst, dstOffset, src, srcOffset, size);
+  return conn->ops->write(&conn->t, &dst->t, dstOffset, &src->t, srcOffset, size);
 }
 
 mscclppResult_t connection_write_host(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
                                       const void* src, uint64_t size) {
   MPP_CHECK(connection_check_dst(conn, dst, dst_off, size));
   if (conn->ops->write_host == NULL)
-    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no host-memory write path", conn->ops->name, conn->peer);
-  return conn->ops->write_host(conn, dst, dst_off, src, size);
+    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no host-memory write path", conn->ops->name, conn->t.peer);
+  return conn->ops->write_host(&conn->t, &dst->t, dst_off, src, size);
 }
 
 mscclppResult_t connection_read_host(struct mscclppConnection* conn, void* dst, struct mscclppRegMem* src,
                                      uint64_t src_off, uint64_t size) {
   MPP_CHECK(connection_check_dst(conn, src, src_off, size)); /* the same rules: the peer's, in bounds, reachable */
   if (conn->ops->read_host == NULL)
-    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no read path", conn->ops->name, conn->peer);
-  return conn->ops->read_host(conn, dst, src, src_off, size);
+    return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no read path", conn->ops->name, conn->t.peer);
+  return conn->ops->read_host(&conn->t, dst, &src->t, src_off, size);
 }
 
 mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
@@ -182,11 +165,11 @@ mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclpp
   MPP_CHECK_ARG(dstOffset % 8 == 0, "mscclppConnectionUpdateAndSync: offset %llu is not 8-byte aligned",
                 (unsigned long long)dstOffset);
   MPP_CHECK(connection_check_dst(conn, dst, dstOffset, 8));
-  if (dst->ptr != NULL && conn->transport != mscclppTransportTCP && ((uintptr_t)dst->ptr + dstOffset) % 8 != 0)
+  if (conn->ops->maps_memory && ((uintptr_t)dst->t.ptr + dstOffset) % 8 != 0)
     return MPP_ERR(mscclppInvalidArgument, "mscclppConnectionUpdateAndSync: rank %d's word at offset %llu is not 8-byte aligned",
-                   conn->peer, (unsigned long long)dstOffset);
+                   conn->t.peer, (unsigned long long)dstOffset);
   *src = newValue;
-  return conn->ops->update_and_sync(conn, dst, dstOffset, newValue);
+  return conn->ops->update_and_sync(&conn->t, &dst->t, dstOffset, newValue);
 }
 
 mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeoutMs) {
@@ -194,13 +177,13 @@ mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeout
   MPP_CHECK_ARG(conn != NULL, "mscclppConnectionFlush: conn is NULL");
   int64_t timeout = timeoutMs < 0 ? param_int(PARAM_FLUSH_TIMEOUT) : timeoutMs;
   const int64_t max_ms = 1ll << 40; /* about 35 years: keeps the deadline arithmetic in range */
-  return conn->ops->flush(conn, timeout > max_ms ? max_ms : timeout);
+  return conn->ops->flush(&conn->t, timeout > max_ms ? max_ms : timeout);
 }
 
 void connection_free(struct mscclppConnection* conn, int abort) {
   if (conn == NULL) return;
-  tstate_untrack(conn->comm, &conn->link);
-  conn->ops->close(conn, abort);
+  comm_objects_untrack(conn->comm, &conn->link);
+  conn->ops->close(&conn->t, abort);
   free(conn);
 }
 
@@ -209,7 +192,7 @@ mscclppResult_t mscclppConnectionDestroy(mscclppConnection_t conn) {
   MPP_CHECK_ARG(conn != NULL, "mscclppConnectionDestroy: conn is NULL");
   if (conn->nsems > 0)
     return MPP_ERR(mscclppInvalidUsage, "mscclppConnectionDestroy: %d host semaphores still use the connection to rank %d",
-                   conn->nsems, conn->peer);
+                   conn->nsems, conn->t.peer);
   connection_free(conn, 0);
   return mscclppSuccess;
 }
@@ -230,12 +213,12 @@ static int pid_gone(int pid) {
 
 mscclppResult_t comm_peer_alive(struct mscclppComm* comm, int peer) {
   const struct peer_info* p = &comm->peers[peer];
-  if (same_host(comm, peer) && p->pid > 0 && pid_gone(p->pid))
+  if (transport_same_host(&comm->tc, peer) && p->pid > 0 && pid_gone(p->pid))
     return MPP_ERR(mscclppRemoteError, "rank %d (pid %d) has exited", peer, p->pid);
   return mscclppSuccess;
 }
 
 mscclppResult_t connection_peer_alive(struct mscclppConnection* conn) {
-  if (conn->ops->status != NULL) MPP_CHECK(conn->ops->status(conn));
-  return comm_peer_alive(conn->comm, conn->peer);
+  if (conn->ops->status != NULL) MPP_CHECK(conn->ops->status(&conn->t));
+  return comm_peer_alive(conn->comm, conn->t.peer);
 }

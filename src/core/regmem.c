@@ -12,26 +12,23 @@
 #include "util/err.h"
 #include "util/log.h"
 
-/* The transports that take part in registration, in the order they export and import. */
-static const mscclppTransport_t reg_transports[] = {mscclppTransportP2P, mscclppTransportSHM, mscclppTransportTCP};
-#define N_REG_TRANSPORTS (sizeof(reg_transports) / sizeof(reg_transports[0]))
-
 /* Undoes the exports or imports of mem's transports and frees it (not tracked). */
 static void regmem_destroy(struct mscclppRegMem* mem) {
-  for (size_t i = 0; i < N_REG_TRANSPORTS; i++) {
-    const struct transport_ops* ops = transport_get(reg_transports[i]);
-    if (!(mem->d.transports & TRANSPORT_BIT(ops->id))) continue;
-    if (mem->local)
-      ops->unexport_mem(mem);
+  int nrows;
+  const struct transport_ops* const* rows = transport_rows(&nrows);
+  for (int i = 0; i < nrows; i++) {
+    if (!(mem->t.d.transports & TRANSPORT_BIT(rows[i]->id))) continue;
+    if (mem->t.local)
+      rows[i]->unexport_mem(&mem->t);
     else
-      ops->unimport_mem(mem);
+      rows[i]->unimport_mem(&mem->t);
   }
   free(mem);
 }
 
 void regmem_free(struct mscclppRegMem* mem) {
   if (mem == NULL) return;
-  tstate_untrack(mem->comm, &mem->link);
+  comm_objects_untrack(mem->comm, &mem->link);
   regmem_destroy(mem);
 }
 
@@ -42,24 +39,27 @@ mscclppResult_t regmem_register(struct mscclppComm* comm, void* ptr, uint64_t si
   if (m == NULL) return MPP_ERR(mscclppSystemError, "registering %llu bytes: out of host memory", (unsigned long long)size);
   list_init(&m->link);
   m->comm = comm;
-  m->local = 1;
-  m->ptr = ptr;
-  m->is_device = mem_kind_is_device(info.kind);
-  m->d = (struct regmem_desc){.comm_id = comm->comm_id, .owner = comm->rank, .pid = (int32_t)getpid(),
+  m->t.tc = &comm->tc;
+  m->t.local = 1;
+  m->t.ptr = ptr;
+  m->t.is_device = mem_kind_is_device(info.kind);
+  m->t.d = (struct regmem_desc){.comm_id = comm->comm_id, .owner = comm->rank, .pid = (int32_t)getpid(),
                               .host_hash = comm->peers[comm->rank].host_hash, .kind = (int32_t)info.kind,
-                              .cuda_dev = m->is_device ? info.device : -1, .size = size,
+                              .cuda_dev = m->t.is_device ? info.device : -1, .size = size,
                               .alloc_size = info.alloc_size,
                               .alloc_offset = (uint64_t)((uintptr_t)ptr - (uintptr_t)info.base)};
-  for (size_t i = 0; i < N_REG_TRANSPORTS; i++) {
-    mscclppResult_t res = transport_get(reg_transports[i])->export_mem(m, &info);
+  int nrows;
+  const struct transport_ops* const* rows = transport_rows(&nrows);
+  for (int i = 0; i < nrows; i++) {
+    mscclppResult_t res = rows[i]->export_mem(&m->t, &info);
     if (res != mscclppSuccess) {
       regmem_destroy(m); /* unexports exactly the transports whose bit is set */
       return res;
     }
   }
-  tstate_track(comm, &comm->tstate->mems, &m->link);
+  comm_objects_track(comm, COMM_OBJ_MEMS, &m->link);
   LOG_DEBUG_(LOG_SUB_MEM, "registered %p, %llu bytes, kind %d, transports 0x%x", ptr, (unsigned long long)size,
-             info.kind, m->d.transports);
+             info.kind, m->t.d.transports);
   *out = m;
   return mscclppSuccess;
 }
@@ -86,19 +86,21 @@ mscclppResult_t regmem_import(struct mscclppComm* comm, const void* blob, size_t
   if (m == NULL) return MPP_ERR(mscclppSystemError, "importing rank %d's memory: out of host memory", d.owner);
   list_init(&m->link);
   m->comm = comm;
-  m->d = d;
-  m->d.transports = 0; /* set again as each import succeeds, so that a failure undoes only those */
-  for (size_t i = 0; i < N_REG_TRANSPORTS; i++) {
-    const struct transport_ops* ops = transport_get(reg_transports[i]);
-    if (!(d.transports & want & TRANSPORT_BIT(ops->id))) continue;
-    mscclppResult_t res = ops->import_mem(m);
+  m->t.tc = &comm->tc;
+  m->t.d = d;
+  m->t.d.transports = 0; /* set again as each import succeeds, so that a failure undoes only those */
+  int nrows;
+  const struct transport_ops* const* rows = transport_rows(&nrows);
+  for (int i = 0; i < nrows; i++) {
+    if (!(d.transports & want & TRANSPORT_BIT(rows[i]->id))) continue;
+    mscclppResult_t res = rows[i]->import_mem(&m->t);
     if (res != mscclppSuccess) {
       regmem_destroy(m);
       return res;
     }
-    m->d.transports |= TRANSPORT_BIT(ops->id);
+    m->t.d.transports |= TRANSPORT_BIT(rows[i]->id);
   }
-  tstate_track(comm, &comm->tstate->mems, &m->link);
+  comm_objects_track(comm, COMM_OBJ_MEMS, &m->link);
   *out = m;
   return mscclppSuccess;
 }
@@ -114,15 +116,15 @@ mscclppResult_t mscclppRegisterMemory(mscclppComm_t comm, void* ptr, size_t size
 mscclppResult_t mscclppRegMemSerialize(mscclppRegMem_t mem, void* blob, size_t* blobSize) {
   err_clear();
   MPP_CHECK_ARG(mem != NULL && blob != NULL && blobSize != NULL, "mscclppRegMemSerialize: NULL argument");
-  if (!mem->local)
+  if (!mem->t.local)
     return MPP_ERR(mscclppInvalidUsage, "mscclppRegMemSerialize: the memory is rank %d's import; only the owner serializes it",
-                   mem->d.owner);
+                   mem->t.d.owner);
   if (*blobSize < REGBLOB_BYTES) {
     size_t given = *blobSize;
     *blobSize = REGBLOB_BYTES;
     return MPP_ERR(mscclppInvalidArgument, "mscclppRegMemSerialize: blob capacity %zu < %d bytes", given, REGBLOB_BYTES);
   }
-  regblob_encode(&mem->d, blob);
+  regblob_encode(&mem->t.d, blob);
   *blobSize = REGBLOB_BYTES;
   return mscclppSuccess;
 }
@@ -137,9 +139,9 @@ mscclppResult_t mscclppRegMemDeserialize(mscclppComm_t comm, const void* blob, s
 mscclppResult_t mscclppRegMemInfo(mscclppRegMem_t mem, void** ptr, size_t* size, int* ownerRank) {
   err_clear();
   MPP_CHECK_ARG(mem != NULL, "mscclppRegMemInfo: mem is NULL");
-  if (ptr) *ptr = mem->ptr;
-  if (size) *size = (size_t)mem->d.size;
-  if (ownerRank) *ownerRank = mem->d.owner;
+  if (ptr) *ptr = mem->t.ptr;
+  if (size) *size = (size_t)mem->t.d.size;
+  if (ownerRank) *ownerRank = mem->t.d.owner;
   return mscclppSuccess;
 }
 
@@ -196,7 +198,7 @@ mscclppResult_t mscclppRegisterBuffer(mscclppComm_t comm, void* local_memory, si
   mscclppResult_t mine = local_memory == NULL || size == 0
                              ? MPP_ERR(mscclppInvalidArgument, "mscclppRegisterBuffer: local_memory is NULL or size is 0")
                              : regmem_register(comm, local_memory, size, &local);
-  if (mine == mscclppSuccess) regblob_encode(&local->d, slots + (size_t)comm->rank * MSCCLPP_REGMEM_BLOB_BYTES);
+  if (mine == mscclppSuccess) regblob_encode(&local->t.d, slots + (size_t)comm->rank * MSCCLPP_REGMEM_BLOB_BYTES);
   MPP_CHECK_GOTO(bootstrap_allgather(comm->boot, slots, MSCCLPP_REGMEM_BLOB_BYTES), res, out);
   if (mine == mscclppSuccess) mine = import_all(comm, slots, remote);
   MPP_CHECK_GOTO(agree_all(comm, mine, (int32_t*)(void*)slots), res, out);

@@ -41,14 +41,14 @@ static void sem_destroy(struct mscclppHostSemaphore* sem) {
 
 void semaphore_free(struct mscclppHostSemaphore* sem) {
   if (sem == NULL) return;
-  tstate_untrack(sem->conn->comm, &sem->link);
+  comm_objects_untrack(sem->conn->comm, &sem->link);
   sem->conn->nsems--;
   sem_destroy(sem);
 }
 
 /* Swaps size bytes with the connection's peer under the semaphores' bootstrap tag. */
 static mscclppResult_t swap(struct mscclppConnection* conn, const void* mine, void* theirs, size_t size) {
-  return boot_swap(conn->comm, conn->peer, boot_tag(BOOT_TAG_SEM, conn->tag), mine, theirs, size);
+  return bootstrap_swap(conn->comm->boot, conn->t.peer, boot_tag(BOOT_TAG_SEM, conn->t.tag), mine, theirs, size);
 }
 
 /* Allocates and registers this side's token. */
@@ -59,20 +59,16 @@ static mscclppResult_t make_token(struct mscclppConnection* conn, struct mscclpp
   return regmem_register(conn->comm, p, sizeof(uint64_t), &sem->local);
 }
 
-/* The transports worth importing the peer's token with: the connection's own, and for p2p also
- * shm, which maps the (host memory) token for the p2p update to store into. */
-static uint32_t import_mask(const struct mscclppConnection* conn) {
-  uint32_t m = TRANSPORT_BIT(conn->transport);
-  if (conn->transport == mscclppTransportP2P) m |= TRANSPORT_BIT(mscclppTransportSHM);
-  return m;
-}
+/* The transports worth importing the peer's token with (the connection's row says: its own, and
+ * for cuda-ipc also shm, which maps the host-memory token for the update to store into). */
+static uint32_t import_mask(const struct mscclppConnection* conn) { return conn->ops->token_import; }
 
 /* Imports the peer's token blob; a blob of zeros means the peer could not make its token. */
 static mscclppResult_t import_token(struct mscclppConnection* conn, struct mscclppHostSemaphore* s, const uint8_t* blob) {
   static const uint8_t zero[4];
   if (memcmp(blob, zero, sizeof(zero)) == 0)
     return MPP_ERR(mscclppRemoteError, "host semaphore with rank %d (tag %d): the peer failed to create its side (see its log)",
-                   conn->peer, conn->tag);
+                   conn->t.peer, conn->t.tag);
   MPP_CHECK(regmem_import(conn->comm, blob, REGBLOB_BYTES, import_mask(conn), &s->remote));
   return connection_check_dst(conn, s->remote, 0, sizeof(uint64_t));
 }
@@ -85,7 +81,7 @@ static mscclppResult_t import_token(struct mscclppConnection* conn, struct msccl
 static mscclppResult_t sem_handshake(struct mscclppConnection* conn, struct mscclppHostSemaphore* s) {
   uint8_t mine[REGBLOB_BYTES] = {0}, theirs[REGBLOB_BYTES];
   mscclppResult_t res = make_token(conn, s);
-  if (res == mscclppSuccess) regblob_encode(&s->local->d, mine);
+  if (res == mscclppSuccess) regblob_encode(&s->local->t.d, mine);
   MPP_CHECK(swap(conn, mine, theirs, sizeof(mine)));
   if (res == mscclppSuccess) res = import_token(conn, s, theirs);
   int32_t ok = res == mscclppSuccess, peer_ok = 0;
@@ -93,7 +89,7 @@ static mscclppResult_t sem_handshake(struct mscclppConnection* conn, struct mscc
   if (res != mscclppSuccess) return res;
   if (!peer_ok)
     return MPP_ERR(mscclppRemoteError, "host semaphore with rank %d (tag %d): the peer failed to import this rank's token (see its log)",
-                   conn->peer, conn->tag);
+                   conn->t.peer, conn->t.tag);
   return mscclppSuccess;
 }
 
@@ -112,7 +108,7 @@ mscclppResult_t mscclppHostSemaphoreCreate(mscclppComm_t comm, mscclppConnection
     return res;
   }
   conn->nsems++;
-  tstate_track(comm, &comm->tstate->sems, &s->link);
+  comm_objects_track(comm, COMM_OBJ_SEMS, &s->link);
   *sem = s;
   return mscclppSuccess;
 }
@@ -121,7 +117,7 @@ mscclppResult_t mscclppHostSemaphoreSignal(mscclppHostSemaphore_t sem) {
   err_clear();
   MPP_CHECK_ARG(sem != NULL, "mscclppHostSemaphoreSignal: sem is NULL");
   struct mscclppConnection* c = sem->conn;
-  mscclppResult_t res = c->ops->update_and_sync(c, sem->remote, 0, sem->outbound + 1);
+  mscclppResult_t res = c->ops->update_and_sync(&c->t, &sem->remote->t, 0, sem->outbound + 1);
   if (res == mscclppSuccess) sem->outbound++;
   return res;
 }
@@ -150,7 +146,7 @@ static mscclppResult_t gone(struct mscclppHostSemaphore* sem, mscclppResult_t wh
   snprintf(text, sizeof(text), "%s", err_last());
   const struct mscclppConnection* c = sem->conn;
   return MPP_ERR(why, "host semaphore wait for step %llu from rank %d (%s connection, tag %d) failed: %s",
-                 (unsigned long long)sem->expected + 1, c->peer, transport_name(c->transport), c->tag, text);
+                 (unsigned long long)sem->expected + 1, c->t.peer, transport_name(c->transport), c->t.tag, text);
 }
 
 mscclppResult_t mscclppHostSemaphoreWait(mscclppHostSemaphore_t sem, int64_t timeoutMs) {
@@ -169,7 +165,7 @@ mscclppResult_t mscclppHostSemaphoreWait(mscclppHostSemaphore_t sem, int64_t tim
       next_check = now + 20000000ull;
       if (comm_aborting(c->comm))
         return MPP_ERR(mscclppAborted, "host semaphore wait for step %llu from rank %d: the communicator is being aborted",
-                       (unsigned long long)sem->expected + 1, c->peer);
+                       (unsigned long long)sem->expected + 1, c->t.peer);
       mscclppResult_t alive = connection_peer_alive(c);
       if (alive != mscclppSuccess) return gone(sem, alive);
     }
@@ -177,8 +173,8 @@ mscclppResult_t mscclppHostSemaphoreWait(mscclppHostSemaphore_t sem, int64_t tim
       return MPP_ERR(mscclppTimeout,
                      "host semaphore wait: rank %d did not signal step %llu within %lld ms (token is at %llu; %s "
                      "connection, tag %d)",
-                     c->peer, (unsigned long long)sem->expected + 1, (long long)timeout,
-                     (unsigned long long)atomic_load(sem->token), transport_name(c->transport), c->tag);
+                     c->t.peer, (unsigned long long)sem->expected + 1, (long long)timeout,
+                     (unsigned long long)atomic_load(sem->token), transport_name(c->transport), c->t.tag);
     backoff(now - start, spins);
   }
 }

@@ -14,7 +14,7 @@
  * this rank's host. */
 static int one_host(const struct mscclppComm* comm) {
   for (int r = 0; r < comm->nranks; r++)
-    if (!same_host(comm, r)) return 0;
+    if (!transport_same_host(&comm->tc, r)) return 0;
   return 1;
 }
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "plan/plan.h"
-#include "plan/race.h"
+#include "plan/order/order.h"
 #include "util/err.h"
 
 #define PLAN_FILE_MAX (256u << 20)

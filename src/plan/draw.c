@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "plan/draw.h"
-#include "plan/lower.h"
+#include "plan/load/lower.h"
 
 static void ref_text(const struct plan_ref* r, int me, char* buf, size_t len) {
   if (r->kind == PLAN_REF_SWITCH)

@@ -37,7 +37,7 @@ mscclppResult_t mscclppProxyServiceAddSemaphore(mscclppProxyService_t proxy, msc
     s->remote_ptr = theirs.ptr;
     s->dev.inbound = mine.token;
     s->dev.expected = mine.expected;
-    ext_wait_info(x, conn->peer, -1, &s->dev.wait);
+    ext_wait_info(x, conn->t.peer, -1, &s->dev.wait);
     /* Release: the thread that acquire-loads the count sees the entry complete. */
     atomic_store_explicit(&proxy->nsems, id + 1, memory_order_release);
     *semId = (int)id;
@@ -54,9 +54,9 @@ static mscclppResult_t check_port_mem(struct mscclppProxyService* p, const struc
   int owner = -1;
   if (dst != NULL) {
     MPP_CHECK(mscclppRegMemInfo(dst, NULL, &size, &owner));
-    if (owner != s->conn->peer)
+    if (owner != s->conn->t.peer)
       return MPP_ERR(mscclppInvalidUsage, "mscclppPortChannelCreate: dst is rank %d's memory, the semaphore's peer is rank %d",
-                     owner, s->conn->peer);
+                     owner, s->conn->t.peer);
     MPP_CHECK(connection_check_dst(s->conn, dst, 0, size));
     if (size > MSCCLPP_TRIGGER_MAX_OFFSET + 1)
       return MPP_ERR(mscclppInvalidArgument, "mscclppPortChannelCreate: dst of %zu bytes exceeds the trigger's 2^%d", size,
@@ -122,11 +122,11 @@ mscclppResult_t mscclppPortChannelCreate(mscclppProxyService_t proxy, int semId,
   pthread_mutex_unlock(&proxy->add_lock);
   memset(chan, 0, sizeof(*chan));
   fifo_host_device(&proxy->core.fifo, &chan->fifo);
-  ext_wait_info(proxy->ext, s->conn->peer, channelId, &chan->fifo.wait);
+  ext_wait_info(proxy->ext, s->conn->t.peer, channelId, &chan->fifo.wait);
   chan->sem = s->dev;
   chan->sem.wait.channel = channelId;
   chan->port = id;
-  LOG_DEBUG_(LOG_SUB_PROXY, "port %u of rank %d: rank %d, semaphore %d, channel %d", id, proxy->comm->rank, s->conn->peer,
+  LOG_DEBUG_(LOG_SUB_PROXY, "port %u of rank %d: rank %d, semaphore %d, channel %d", id, proxy->comm->rank, s->conn->t.peer,
              semId, channelId);
   return mscclppSuccess;
 }

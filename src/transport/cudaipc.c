@@ -19,7 +19,19 @@
 #include "util/param.h"
 #include "util/timeutil.h"
 
+/* What cuda-ipc adds to a buffer's description: the cuMem allocation's export in the owner's fd
+ * service (CUDA_VMM), or the legacy IPC handle of the cudaMalloc allocation (CUDA_IPC). */
+#define IPC_HANDLE_BYTES 64
+struct cuda_part {
+  struct fd_ref fd;
+  uint8_t ipc_handle[IPC_HANDLE_BYTES];
+};
+_Static_assert(sizeof(struct cuda_part) <= TRANSPORT_PART_BYTES, "cuda-ipc's part must fit");
+#define CUDA_PART_WIRE_BYTES (FD_REF_WIRE_BYTES + IPC_HANDLE_BYTES)
+
 #if MSCCLPP_HAVE_CUDA
+
+static struct cuda_part* cuda_part(struct regmem_desc* d) { return (struct cuda_part*)(void*)&d->part[mscclppTransportP2P]; }
 
 struct cuda_conn {
   cudaStream_t stream; /* non-blocking: the connection's copies, in issue order */
@@ -49,7 +61,7 @@ static void dev_leave(int prev, int dev) {
 
 /* Exports cuMem memory: its allocation handle as a POSIX fd through the fd service. Memory whose
  * allocation was not created exportable stays reachable over tcp only. */
-static mscclppResult_t export_vmm(struct mscclppRegMem* mem) {
+static mscclppResult_t export_vmm(struct transport_mem* mem) {
   CUmemGenericAllocationHandle h;
   CU_CHECK(cu.cuMemRetainAllocationHandle(&h, mem->ptr));
   int fd = -1;
@@ -60,31 +72,31 @@ static mscclppResult_t export_vmm(struct mscclppRegMem* mem) {
               mem->ptr, (int)r);
     return mscclppSuccess;
   }
-  MPP_CHECK(fd_service_add(mem->comm->tstate->fds, fd, mem->d.alloc_size, &mem->d.fd_id, &mem->d.fd_key));
+  MPP_CHECK(fd_service_add(mem->tc->fds, fd, mem->d.alloc_size, &cuda_part(&mem->d)->fd.id, &cuda_part(&mem->d)->fd.key));
   mem->d.transports |= TRANSPORT_BIT(mscclppTransportP2P);
   return mscclppSuccess;
 }
 
-static mscclppResult_t cuda_export(struct mscclppRegMem* mem, const struct mem_info* info) {
+static mscclppResult_t cuda_export(struct transport_mem* mem, const struct mem_info* info) {
   if (info->kind == MEM_KIND_CUDA_VMM) return export_vmm(mem);
   if (info->kind != MEM_KIND_CUDA_IPC) return mscclppSuccess;
   cudaIpcMemHandle_t h;
-  _Static_assert(sizeof(h) == REGBLOB_IPC_HANDLE_BYTES, "cudaIpcMemHandle_t size");
+  _Static_assert(sizeof(h) == IPC_HANDLE_BYTES, "cudaIpcMemHandle_t size");
   CUDA_CHECK(cudaIpcGetMemHandle(&h, info->base));
-  memcpy(mem->d.ipc_handle, &h, sizeof(h));
+  memcpy(cuda_part(&mem->d)->ipc_handle, &h, sizeof(h));
   mem->d.transports |= TRANSPORT_BIT(mscclppTransportP2P);
   return mscclppSuccess;
 }
 
-static void cuda_unexport(struct mscclppRegMem* mem) {
-  if (mem->d.kind == MEM_KIND_CUDA_VMM) fd_service_remove(mem->comm->tstate->fds, mem->d.fd_id);
+static void cuda_unexport(struct transport_mem* mem) {
+  if (mem->d.kind == MEM_KIND_CUDA_VMM) fd_service_remove(mem->tc->fds, cuda_part(&mem->d)->fd.id);
 }
 
 /* Opens a peer's cudaMalloc allocation and checks it is as large as the blob says. */
-static mscclppResult_t import_legacy(struct mscclppRegMem* mem) {
-  const struct regmem_desc* d = &mem->d;
+static mscclppResult_t import_legacy(struct transport_mem* mem) {
+  struct regmem_desc* d = &mem->d;
   cudaIpcMemHandle_t h;
-  memcpy(&h, d->ipc_handle, sizeof(h));
+  memcpy(&h, cuda_part(d)->ipc_handle, sizeof(h));
   void* base = NULL;
   cudaError_t ce = cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess);
   if (ce != cudaSuccess) return cuda_error(ce, "cudaIpcOpenMemHandle of a peer's cudaMalloc buffer", __FILE__, __LINE__);
@@ -102,12 +114,13 @@ static mscclppResult_t import_legacy(struct mscclppRegMem* mem) {
 }
 
 /* Maps a peer's cuMem allocation (fd fetched from its fd service) for this rank's device. */
-static mscclppResult_t import_vmm(struct mscclppRegMem* mem) {
-  struct mscclppComm* comm = mem->comm;
-  const struct regmem_desc* d = &mem->d;
+static mscclppResult_t import_vmm(struct transport_mem* mem) {
+  struct transport_comm* tc = mem->tc;
+  struct regmem_desc* d = &mem->d;
   int fd = -1;
   uint64_t exported = 0;
-  MPP_CHECK(fd_fetch(comm->comm_id, comm->rank, d->owner, d->fd_id, d->fd_key, comm->timeout_ms, &fd, &exported));
+  const struct fd_ref* e = &cuda_part(d)->fd;
+  MPP_CHECK(fd_fetch(tc->comm_id, tc->rank, d->owner, e->id, e->key, tc->timeout_ms, &fd, &exported));
   if (exported != d->alloc_size) {
     close(fd);
     return MPP_ERR(mscclppRemoteError, "p2p: rank %d exported %llu bytes, its blob claims %llu", d->owner,
@@ -123,13 +136,13 @@ static mscclppResult_t import_vmm(struct mscclppRegMem* mem) {
   if (r != CUDA_SUCCESS) goto err_release;
   r = cu.cuMemMap(va, len, 0, h, 0);
   if (r != CUDA_SUCCESS) goto err_free_va;
-  CUmemAccessDesc access = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = comm->cuda_dev},
+  CUmemAccessDesc access = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = tc->cuda_dev},
                             .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   r = cu.cuMemSetAccess(va, len, &access, 1);
   if (r != CUDA_SUCCESS) goto err_unmap;
   mem->map_base = (void*)va;
   mem->map_len = len;
-  mem->cu_handle = (uint64_t)h;
+  mem->handle = (uint64_t)h;
   mem->ptr = (char*)va + d->alloc_offset;
   return mscclppSuccess;
 err_unmap:
@@ -141,24 +154,24 @@ err_release:
   return cu_error(r, "p2p: mapping a peer's cuMem buffer", __FILE__, __LINE__);
 }
 
-static mscclppResult_t cuda_import(struct mscclppRegMem* mem) {
-  struct mscclppComm* comm = mem->comm;
-  if (!same_host(comm, mem->d.owner) || comm->kind != mscclppRankGpu || comm->cuda_dev < 0 || !cu_available())
+static mscclppResult_t cuda_import(struct transport_mem* mem) {
+  struct transport_comm* tc = mem->tc;
+  if (!transport_same_host(tc, mem->d.owner) || tc->kind != mscclppRankGpu || tc->cuda_dev < 0 || !cu_available())
     return mscclppSuccess; /* not reachable from here: the buffer stays unmapped */
-  int prev = dev_enter(comm->cuda_dev);
+  int prev = dev_enter(tc->cuda_dev);
   mscclppResult_t res = mem->d.kind == MEM_KIND_CUDA_VMM ? import_vmm(mem) : import_legacy(mem);
-  dev_leave(prev, comm->cuda_dev);
+  dev_leave(prev, tc->cuda_dev);
   if (res == mscclppSuccess) mem->is_device = 1;
   return res;
 }
 
-static void cuda_unimport(struct mscclppRegMem* mem) {
+static void cuda_unimport(struct transport_mem* mem) {
   if (mem->map_base == NULL) return;
   if (mem->d.kind == MEM_KIND_CUDA_VMM) {
     CUdeviceptr va = (CUdeviceptr)mem->map_base;
     cu.cuMemUnmap(va, mem->map_len);
     cu.cuMemAddressFree(va, mem->map_len);
-    cu.cuMemRelease((CUmemGenericAllocationHandle)mem->cu_handle);
+    cu.cuMemRelease((CUmemGenericAllocationHandle)mem->handle);
   } else {
     cudaIpcCloseMemHandle(mem->map_base);
   }
@@ -166,13 +179,13 @@ static void cuda_unimport(struct mscclppRegMem* mem) {
   mem->ptr = NULL;
 }
 
-static mscclppResult_t cuda_connect(struct mscclppConnection* conn) {
-  struct mscclppComm* comm = conn->comm;
-  if (!cu_available() || comm->cuda_dev < 0)
+static mscclppResult_t cuda_connect(struct transport_conn* conn) {
+  struct transport_comm* tc = conn->tc;
+  if (!cu_available() || tc->cuda_dev < 0)
     return MPP_ERR(mscclppInvalidUsage, "p2p connection to rank %d: this rank has no usable CUDA device", conn->peer);
   struct cuda_conn* c = calloc(1, sizeof(*c));
   if (c == NULL) return MPP_ERR(mscclppSystemError, "p2p: out of host memory");
-  c->dev = comm->cuda_dev;
+  c->dev = tc->cuda_dev;
   int prev = dev_enter(c->dev);
   cudaError_t ce = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
   if (ce == cudaSuccess) {
@@ -189,7 +202,7 @@ static mscclppResult_t cuda_connect(struct mscclppConnection* conn) {
 }
 
 /* Polls the connection's stream until its work is done, or Timeout at timeout_ms. */
-static mscclppResult_t stream_wait(struct mscclppConnection* conn, int64_t timeout_ms) {
+static mscclppResult_t stream_wait(struct transport_conn* conn, int64_t timeout_ms) {
   struct cuda_conn* c = conn->priv;
   uint64_t start = time_now_ns(), deadline = time_deadline_ms(timeout_ms);
   for (;;) {
@@ -205,8 +218,8 @@ static mscclppResult_t stream_wait(struct mscclppConnection* conn, int64_t timeo
   }
 }
 
-static mscclppResult_t cuda_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
-                                  struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+static mscclppResult_t cuda_write(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
+                                  struct transport_mem* src, uint64_t src_off, uint64_t size) {
   struct cuda_conn* c = conn->priv;
   if (size == 0) return mscclppSuccess;
   int prev = dev_enter(c->dev);
@@ -228,7 +241,7 @@ static mscclppResult_t cuda_write(struct mscclppConnection* conn, struct mscclpp
  * stream has completed, so the peer sees it after the data. Host destination (a host semaphore's
  * token, mapped through shm): the stream is drained first (bounded by MSCCLPP_FLUSH_TIMEOUT), then
  * the word is stored with release order. */
-static mscclppResult_t cuda_update(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+static mscclppResult_t cuda_update(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                    uint64_t new_value) {
   struct cuda_conn* c = conn->priv;
   char* to = (char*)dst->ptr + dst_off;
@@ -254,11 +267,11 @@ static mscclppResult_t cuda_update(struct mscclppConnection* conn, struct mscclp
   return mscclppSuccess;
 }
 
-static mscclppResult_t cuda_flush(struct mscclppConnection* conn, int64_t timeout_ms) { return stream_wait(conn, timeout_ms); }
+static mscclppResult_t cuda_flush(struct transport_conn* conn, int64_t timeout_ms) { return stream_wait(conn, timeout_ms); }
 
 /* Normal close drains the stream (bounded); abort destroys it at once (CUDA releases it when the
  * queued copies are done). */
-static void cuda_close(struct mscclppConnection* conn, int abort) {
+static void cuda_close(struct transport_conn* conn, int abort) {
   struct cuda_conn* c = conn->priv;
   if (c == NULL) return;
   if (!abort && stream_wait(conn, param_int(PARAM_FLUSH_TIMEOUT)) != mscclppSuccess)
@@ -273,44 +286,82 @@ static void cuda_close(struct mscclppConnection* conn, int abort) {
 
 #else /* !MSCCLPP_HAVE_CUDA: no GPU memory to export or import, and no connections. */
 
-static mscclppResult_t cuda_export(struct mscclppRegMem* mem, const struct mem_info* info) {
+static mscclppResult_t cuda_export(struct transport_mem* mem, const struct mem_info* info) {
   (void)mem;
   (void)info;
   return mscclppSuccess;
 }
-static void cuda_unexport(struct mscclppRegMem* mem) { (void)mem; }
-static mscclppResult_t cuda_import(struct mscclppRegMem* mem) {
+static void cuda_unexport(struct transport_mem* mem) { (void)mem; }
+static mscclppResult_t cuda_import(struct transport_mem* mem) {
   (void)mem;
   return mscclppSuccess;
 }
-static void cuda_unimport(struct mscclppRegMem* mem) { (void)mem; }
-static mscclppResult_t cuda_connect(struct mscclppConnection* conn) {
+static void cuda_unimport(struct transport_mem* mem) { (void)mem; }
+static mscclppResult_t cuda_connect(struct transport_conn* conn) {
   return MPP_ERR(mscclppInvalidUsage, "p2p connection to rank %d: the library was built without CUDA", conn->peer);
 }
-static mscclppResult_t cuda_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
-                                  struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+static mscclppResult_t cuda_write(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
+                                  struct transport_mem* src, uint64_t src_off, uint64_t size) {
   (void)dst, (void)dst_off, (void)src, (void)src_off, (void)size;
   return MPP_ERR(mscclppInvalidUsage, "p2p write to rank %d: the library was built without CUDA", conn->peer);
 }
-static mscclppResult_t cuda_update(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+static mscclppResult_t cuda_update(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                    uint64_t new_value) {
   (void)dst, (void)dst_off, (void)new_value;
   return MPP_ERR(mscclppInvalidUsage, "p2p update to rank %d: the library was built without CUDA", conn->peer);
 }
-static mscclppResult_t cuda_flush(struct mscclppConnection* conn, int64_t timeout_ms) {
+static mscclppResult_t cuda_flush(struct transport_conn* conn, int64_t timeout_ms) {
   (void)timeout_ms;
   return MPP_ERR(mscclppInvalidUsage, "p2p flush to rank %d: the library was built without CUDA", conn->peer);
 }
-static void cuda_close(struct mscclppConnection* conn, int abort) {
+static void cuda_close(struct transport_conn* conn, int abort) {
   (void)conn;
   (void)abort;
 }
 
 #endif
 
+/* Two GPU ranks of one host, in a build with CUDA. */
+static const char* cuda_unusable(const struct transport_comm* tc, int peer) {
+#if !MSCCLPP_HAVE_CUDA
+  (void)tc;
+  (void)peer;
+  return "the library was built without CUDA";
+#else
+  if (!transport_same_host(tc, peer)) return "the two ranks are on different hosts";
+  return tc->peers[tc->rank].kind == mscclppRankGpu && tc->peers[peer].kind == mscclppRankGpu ? NULL
+                                                                                                : "both ranks must be GPU ranks";
+#endif
+}
+
+static void cuda_encode_part(const union transport_part* part, uint8_t* out) {
+  const struct cuda_part* p = (const struct cuda_part*)(const void*)part;
+  fd_ref_encode(&p->fd, out);
+  memcpy(out + FD_REF_WIRE_BYTES, p->ipc_handle, IPC_HANDLE_BYTES);
+}
+
+static mscclppResult_t cuda_decode_part(const uint8_t* in, const struct regmem_desc* d, union transport_part* part) {
+  (void)d;
+  struct cuda_part* p = (struct cuda_part*)(void*)part;
+  fd_ref_decode(in, &p->fd);
+  memcpy(p->ipc_handle, in + FD_REF_WIRE_BYTES, IPC_HANDLE_BYTES);
+  return mscclppSuccess;
+}
+
 const struct transport_ops cudaipc_transport = {
     .name = "cuda-ipc",
+    .api_name = "p2p",
     .id = mscclppTransportP2P,
+    .mem_kinds = (1u << MEM_KIND_CUDA_IPC) | (1u << MEM_KIND_CUDA_VMM),
+    /* A semaphore token is host memory: shm maps it for cuda-ipc's update to store into. */
+    .token_import = TRANSPORT_BIT(mscclppTransportP2P) | TRANSPORT_BIT(mscclppTransportSHM),
+    .maps_memory = 1,
+    .unreachable_why = "it is not mapped here (P2P needs cudaMalloc/cuMem memory or mscclppMemAlloc memory of a rank of "
+                       "this host, imported by a GPU rank)",
+    .part_wire_bytes = CUDA_PART_WIRE_BYTES,
+    .unusable = cuda_unusable,
+    .encode_part = cuda_encode_part,
+    .decode_part = cuda_decode_part,
     .export_mem = cuda_export,
     .unexport_mem = cuda_unexport,
     .import_mem = cuda_import,

@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "util/bytes.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -322,4 +323,14 @@ mscclppResult_t fd_fetch(uint64_t comm_id, int my_rank, int owner, uint64_t id, 
 out:
   close(sock);
   return res;
+}
+
+void fd_ref_encode(const struct fd_ref* e, uint8_t* out) {
+  le_put64(out, e->id);
+  le_put64(out + 8, e->key);
+}
+
+void fd_ref_decode(const uint8_t* in, struct fd_ref* e) {
+  e->id = le_get64(in);
+  e->key = le_get64(in + 8);
 }

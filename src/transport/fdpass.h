@@ -15,6 +15,16 @@
 
 struct fd_service;
 
+/* An export as a peer names it (what shm and cuda-ipc add to a buffer's description). */
+struct fd_ref {
+  uint64_t id;  /* export id in the owner's service */
+  uint64_t key; /* ... and the secret that fetches it */
+};
+#define FD_REF_WIRE_BYTES 16
+/* Its wire form (little endian id, key), and back. */
+void fd_ref_encode(const struct fd_ref* e, uint8_t* out);
+void fd_ref_decode(const uint8_t* in, struct fd_ref* e);
+
 /* Starts rank's service for communicator comm_id (nranks bounds the requesting rank). */
 mscclppResult_t fd_service_start(uint64_t comm_id, int rank, int nranks, struct fd_service** out);
 /* Stops the thread (without waiting for any peer), closes every exported fd and frees s. */

@@ -14,20 +14,24 @@
 #include "util/err.h"
 #include "util/log.h"
 
-static mscclppResult_t shm_export(struct mscclppRegMem* mem, const struct mem_info* info) {
+/* What shm adds to a buffer's description: the memfd's export in the owner's fd service. */
+_Static_assert(sizeof(struct fd_ref) <= TRANSPORT_PART_BYTES, "shm's part must fit");
+static struct fd_ref* shm_part(struct regmem_desc* d) { return (struct fd_ref*)(void*)&d->part[mscclppTransportSHM]; }
+
+static mscclppResult_t shm_export(struct transport_mem* mem, const struct mem_info* info) {
   if (info->kind != MEM_KIND_HOST_SHM) return mscclppSuccess;
   int fd = dup(info->fd);
   if (fd < 0) return MPP_ERRNO(mscclppSystemError, errno, "shm: dup of the memfd of %p", mem->ptr);
   /* fd_service_add owns fd from here on, also when it fails. */
-  MPP_CHECK(fd_service_add(mem->comm->tstate->fds, fd, info->alloc_size, &mem->d.fd_id, &mem->d.fd_key));
+  MPP_CHECK(fd_service_add(mem->tc->fds, fd, info->alloc_size, &shm_part(&mem->d)->id, &shm_part(&mem->d)->key));
   mem->d.transports |= TRANSPORT_BIT(mscclppTransportSHM);
   return mscclppSuccess;
 }
 
-static void shm_unexport(struct mscclppRegMem* mem) { fd_service_remove(mem->comm->tstate->fds, mem->d.fd_id); }
+static void shm_unexport(struct transport_mem* mem) { fd_service_remove(mem->tc->fds, shm_part(&mem->d)->id); }
 
 /* Maps [alloc_offset, alloc_offset+size) of the owner's memfd (page-aligned around it). */
-static mscclppResult_t map_range(struct mscclppRegMem* mem, int fd) {
+static mscclppResult_t map_range(struct transport_mem* mem, int fd) {
   const struct regmem_desc* d = &mem->d;
   struct stat st;
   if (fstat(fd, &st) != 0) return MPP_ERRNO(mscclppSystemError, errno, "shm: fstat of rank %d's memfd", d->owner);
@@ -46,13 +50,13 @@ static mscclppResult_t map_range(struct mscclppRegMem* mem, int fd) {
   return mscclppSuccess;
 }
 
-static mscclppResult_t shm_import(struct mscclppRegMem* mem) {
-  struct mscclppComm* comm = mem->comm;
-  const struct regmem_desc* d = &mem->d;
-  if (!same_host(comm, d->owner)) return mscclppSuccess;
+static mscclppResult_t shm_import(struct transport_mem* mem) {
+  struct transport_comm* tc = mem->tc;
+  struct regmem_desc* d = &mem->d;
+  if (!transport_same_host(tc, d->owner)) return mscclppSuccess;
   int fd = -1;
   uint64_t exported = 0;
-  MPP_CHECK(fd_fetch(comm->comm_id, comm->rank, d->owner, d->fd_id, d->fd_key, comm->timeout_ms, &fd, &exported));
+  MPP_CHECK(fd_fetch(tc->comm_id, tc->rank, d->owner, shm_part(d)->id, shm_part(d)->key, tc->timeout_ms, &fd, &exported));
   mscclppResult_t res = mscclppSuccess;
   if (exported != d->alloc_size)
     res = MPP_ERR(mscclppRemoteError, "shm: rank %d exported %llu bytes, its blob claims %llu", d->owner,
@@ -63,25 +67,25 @@ static mscclppResult_t shm_import(struct mscclppRegMem* mem) {
   return res;
 }
 
-static void shm_unimport(struct mscclppRegMem* mem) {
+static void shm_unimport(struct transport_mem* mem) {
   if (mem->map_base != NULL) munmap(mem->map_base, mem->map_len);
   mem->map_base = NULL;
   mem->ptr = NULL;
 }
 
-static mscclppResult_t shm_connect(struct mscclppConnection* conn) {
+static mscclppResult_t shm_connect(struct transport_conn* conn) {
   (void)conn;
   return mscclppSuccess;
 }
 
-static mscclppResult_t shm_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
-                                 struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+static mscclppResult_t shm_write(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
+                                 struct transport_mem* src, uint64_t src_off, uint64_t size) {
   (void)conn;
   return mem_copy((char*)dst->ptr + dst_off, dst->is_device ? dst->d.cuda_dev : -1, (char*)src->ptr + src_off,
                   src->is_device ? src->d.cuda_dev : -1, size);
 }
 
-static mscclppResult_t shm_update(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+static mscclppResult_t shm_update(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                   uint64_t new_value) {
   (void)conn;
   char* to = (char*)dst->ptr + dst_off;
@@ -93,7 +97,7 @@ static mscclppResult_t shm_update(struct mscclppConnection* conn, struct mscclpp
   return mscclppSuccess;
 }
 
-static mscclppResult_t shm_flush(struct mscclppConnection* conn, int64_t timeout_ms) {
+static mscclppResult_t shm_flush(struct transport_conn* conn, int64_t timeout_ms) {
   (void)conn;
   (void)timeout_ms;
   /* Full fence: every store of this thread to the peer's memory is globally visible before any
@@ -102,14 +106,38 @@ static mscclppResult_t shm_flush(struct mscclppConnection* conn, int64_t timeout
   return mscclppSuccess;
 }
 
-static void shm_close(struct mscclppConnection* conn, int abort) {
+static void shm_close(struct transport_conn* conn, int abort) {
   (void)conn;
   (void)abort;
 }
 
+static const char* shm_unusable(const struct transport_comm* tc, int peer) {
+  return transport_same_host(tc, peer) ? NULL : "the two ranks are on different hosts";
+}
+
+static void shm_encode_part(const union transport_part* part, uint8_t* out) {
+  fd_ref_encode((const struct fd_ref*)(const void*)part, out);
+}
+
+static mscclppResult_t shm_decode_part(const uint8_t* in, const struct regmem_desc* d, union transport_part* part) {
+  (void)d;
+  fd_ref_decode(in, (struct fd_ref*)(void*)part);
+  return mscclppSuccess;
+}
+
 const struct transport_ops shm_transport = {
     .name = "shm",
+    .api_name = "shm",
     .id = mscclppTransportSHM,
+    .mem_kinds = 1u << MEM_KIND_HOST_SHM,
+    .token_import = TRANSPORT_BIT(mscclppTransportSHM),
+    .maps_memory = 1,
+    .unreachable_why = "it is not shared memory (plain host memory is reachable over tcp only); allocate it with "
+                       "mscclppMemAlloc(mscclppMemHost)",
+    .part_wire_bytes = FD_REF_WIRE_BYTES,
+    .unusable = shm_unusable,
+    .encode_part = shm_encode_part,
+    .decode_part = shm_decode_part,
     .export_mem = shm_export,
     .unexport_mem = shm_unexport,
     .import_mem = shm_import,

@@ -4,8 +4,8 @@
  *   out_fd  our WRITE/UPDATE/FLUSH/READ messages to the peer; the peer's receiver answers FLUSH with
  *           ACK and READ with DATA (the bytes, or a failure status) on the same socket, and our
  *           flush or read waits for the answer;
- *   in_fd   the peer's messages, applied by our receiving thread to regions of the comm's region
- *           table (checked: region exists, offset+size inside it, updates 8-byte aligned).
+ *   in_fd   the peer's messages, applied by our receiving thread to regions of the communicator's
+ *           region table (tcp_regions.c) (checked: region exists, offset+size inside it, updates 8-byte aligned).
  * Messages are a 32-byte header (host byte order: both hosts must share it), WRITE followed by its
  * data. The receiver applies messages in order, so an UPDATE lands after every earlier WRITE, and a
  * FLUSH is acknowledged after everything before it was applied. A receiver-side failure (bad
@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include "sys/cudawrap.h"
+#include "transport/tcp_regions.h"
 #include "transport/transport.h"
+#include "util/bytes.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -31,6 +33,19 @@
 #define TCP_MAGIC 0x4354504du /* "MPTC" */
 #define TCP_CHUNK (1u << 20)  /* staging buffer of the receiver and of device sources */
 #define TCP_HELLO_MS 5000     /* bound of the wait for an accepted connection's HELLO */
+
+/* What tcp adds to a buffer's description: the id of the region in the owner's table. */
+struct tcp_part {
+  uint64_t region_id;
+};
+_Static_assert(sizeof(struct tcp_part) <= TRANSPORT_PART_BYTES, "tcp's part must fit");
+
+static struct tcp_part* tcp_part(struct regmem_desc* d) { return (struct tcp_part*)(void*)&d->part[mscclppTransportTCP]; }
+static uint64_t region_of(const struct transport_mem* mem) {
+  return ((const struct tcp_part*)(const void*)&mem->d.part[mscclppTransportTCP])->region_id;
+}
+/* The communicator's region table (tcp's state slot). */
+static struct region_table* regions_of(struct transport_comm* tc) { return tc->state[mscclppTransportTCP]; }
 
 enum tcp_type { TCP_HELLO = 1, TCP_WRITE = 2, TCP_UPDATE = 3, TCP_FLUSH = 4, TCP_ACK = 5, TCP_READ = 6, TCP_DATA = 7 };
 
@@ -44,7 +59,7 @@ struct tcp_hdr {
 };
 
 struct tcp_conn {
-  struct mscclppConnection* conn;
+  struct transport_conn* conn;
   int out_fd, in_fd;
   pthread_t thread;
   int thread_started;
@@ -100,7 +115,7 @@ static void note_failure(struct tcp_conn* t, mscclppResult_t res, const struct t
  * fails the check still has its data drained, so the stream stays in step). 0, or -1 when the
  * socket failed. */
 static int apply_write(struct tcp_conn* t, const struct tcp_hdr* h) {
-  struct region_table* regions = &t->conn->comm->tstate->regions;
+  struct region_table* regions = regions_of(t->conn->tc);
   mscclppResult_t failed = mscclppSuccess;
   for (uint64_t done = 0; done < h->arg;) {
     size_t n = (size_t)(h->arg - done < TCP_CHUNK ? h->arg - done : TCP_CHUNK);
@@ -117,7 +132,7 @@ static int apply_write(struct tcp_conn* t, const struct tcp_hdr* h) {
 /* Answers one READ with DATA on in_fd: the bytes, read from the region in chunks, or (region or
  * range refused) a failure status and no bytes. 0, or -1 when the socket failed. */
 static int answer_read(struct tcp_conn* t, const struct tcp_hdr* h) {
-  struct region_table* regions = &t->conn->comm->tstate->regions;
+  struct region_table* regions = regions_of(t->conn->tc);
   uint64_t deadline = time_deadline_ms(io_timeout_ms());
   mscclppResult_t res = region_check(regions, h->region, h->offset, h->arg);
   if (res != mscclppSuccess)
@@ -137,7 +152,7 @@ static int answer_read(struct tcp_conn* t, const struct tcp_hdr* h) {
 
 /* Applies one message of the peer; 0, or -1 when the connection cannot go on. */
 static int apply_message(struct tcp_conn* t, const struct tcp_hdr* h) {
-  struct region_table* regions = &t->conn->comm->tstate->regions;
+  struct region_table* regions = regions_of(t->conn->tc);
   switch (h->type) {
     case TCP_WRITE: return apply_write(t, h);
     case TCP_UPDATE: {
@@ -163,7 +178,7 @@ static void* receiver_main(void* arg) {
   struct tcp_conn* t = arg;
 #if MSCCLPP_HAVE_CUDA
   /* Regions in GPU memory are written with cudaMemcpy, on this rank's device. */
-  if (t->conn->comm->cuda_dev >= 0 && cu_available()) (void)cudaSetDevice(t->conn->comm->cuda_dev);
+  if (t->conn->tc->cuda_dev >= 0 && cu_available()) (void)cudaSetDevice(t->conn->tc->cuda_dev);
 #endif
   for (;;) {
     struct tcp_hdr h;
@@ -178,8 +193,8 @@ static void* receiver_main(void* arg) {
 }
 
 /* Exchanges listening addresses with the peer through the bootstrap. */
-static mscclppResult_t exchange_addr(struct mscclppConnection* conn, const union sock_addr* mine, union sock_addr* theirs) {
-  MPP_CHECK(boot_swap(conn->comm, conn->peer, boot_tag(BOOT_TAG_TCP, conn->tag), mine, theirs, sizeof(*mine)));
+static mscclppResult_t exchange_addr(struct transport_conn* conn, const union sock_addr* mine, union sock_addr* theirs) {
+  MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, boot_tag(BOOT_TAG_TCP, conn->tag), mine, theirs, sizeof(*mine)));
   sa_family_t fam = theirs->sa.sa_family;
   if (fam != AF_INET && fam != AF_INET6)
     return MPP_ERR(mscclppRemoteError, "tcp: rank %d sent a malformed address (family %d)", conn->peer, (int)fam);
@@ -188,7 +203,7 @@ static mscclppResult_t exchange_addr(struct mscclppConnection* conn, const union
 
 /* Accepts on lfd until the peer's connection arrives: one whose HELLO names this communicator,
  * the peer's rank and the connection's tag. Anything else is closed and the wait goes on. */
-static mscclppResult_t accept_peer(struct mscclppConnection* conn, int lfd, uint64_t deadline, int* out) {
+static mscclppResult_t accept_peer(struct transport_conn* conn, int lfd, uint64_t deadline, int* out) {
   for (;;) {
     int fd = -1;
     MPP_CHECK(sock_accept(lfd, deadline, &fd));
@@ -196,7 +211,7 @@ static mscclppResult_t accept_peer(struct mscclppConnection* conn, int lfd, uint
     uint64_t hello_deadline = time_deadline_ms(TCP_HELLO_MS) < deadline ? time_deadline_ms(TCP_HELLO_MS) : deadline;
     struct tcp_hdr h;
     if (sock_recv_all(fd, &h, sizeof(h), hello_deadline) == mscclppSuccess && h.type == TCP_HELLO && h.status == TCP_MAGIC &&
-        h.region == conn->comm->comm_id && h.offset == (uint64_t)conn->peer && h.arg == (uint64_t)(uint32_t)conn->tag) {
+        h.region == conn->tc->comm_id && h.offset == (uint64_t)conn->peer && h.arg == (uint64_t)(uint32_t)conn->tag) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* ACKs must not wait for Nagle */
       *out = fd;
@@ -209,8 +224,8 @@ static mscclppResult_t accept_peer(struct mscclppConnection* conn, int lfd, uint
 }
 
 /* Sets up out_fd (to the peer's listener) and in_fd (from the peer) through the bootstrap. */
-static mscclppResult_t open_sockets(struct mscclppConnection* conn, struct tcp_conn* t) {
-  uint64_t deadline = time_deadline_ms(conn->comm->timeout_ms);
+static mscclppResult_t open_sockets(struct transport_conn* conn, struct tcp_conn* t) {
+  uint64_t deadline = time_deadline_ms(conn->tc->timeout_ms);
   union sock_addr local, bound, theirs;
   int lfd = -1;
   mscclppResult_t res = mscclppSuccess;
@@ -220,8 +235,8 @@ static mscclppResult_t open_sockets(struct mscclppConnection* conn, struct tcp_c
   /* The peer's listener queues our connection in its backlog, so connecting before accepting
    * cannot deadlock with the peer doing the same. */
   MPP_CHECK_GOTO(sock_connect(&theirs, deadline, &t->out_fd), res, out);
-  struct tcp_hdr hello = {.type = TCP_HELLO, .status = TCP_MAGIC, .region = conn->comm->comm_id,
-                          .offset = (uint64_t)conn->comm->rank, .arg = (uint64_t)(uint32_t)conn->tag};
+  struct tcp_hdr hello = {.type = TCP_HELLO, .status = TCP_MAGIC, .region = conn->tc->comm_id,
+                          .offset = (uint64_t)conn->tc->rank, .arg = (uint64_t)(uint32_t)conn->tag};
   MPP_CHECK_GOTO(sock_send_all(t->out_fd, &hello, sizeof(hello), deadline), res, out);
   MPP_CHECK_GOTO(accept_peer(conn, lfd, deadline, &t->in_fd), res, out);
 out:
@@ -237,7 +252,7 @@ static void tcp_free(struct tcp_conn* t) {
   free(t);
 }
 
-static mscclppResult_t tcp_connect(struct mscclppConnection* conn) {
+static mscclppResult_t tcp_connect(struct transport_conn* conn) {
   struct tcp_conn* t = calloc(1, sizeof(*t));
   if (t == NULL) return MPP_ERR(mscclppSystemError, "tcp: out of host memory");
   t->conn = conn;
@@ -272,7 +287,7 @@ static void drain(int fd) {
 
 /* Normal close: our out direction ends with FIN after all data (the peer's receiver applies it and
  * exits); our receiver is woken by shutting in_fd down. Abort: both directions are cut at once. */
-static void tcp_close(struct mscclppConnection* conn, int abort) {
+static void tcp_close(struct transport_conn* conn, int abort) {
   struct tcp_conn* t = conn->priv;
   if (t == NULL) return;
   if (abort) {
@@ -288,7 +303,7 @@ static void tcp_close(struct mscclppConnection* conn, int abort) {
 }
 
 /* RemoteError when the connection cannot carry more messages. */
-static mscclppResult_t tcp_status(struct mscclppConnection* conn) {
+static mscclppResult_t tcp_status(struct transport_conn* conn) {
   struct tcp_conn* t = conn->priv;
   if (t->broken)
     return MPP_ERR(mscclppRemoteError, "tcp connection to rank %d (tag %d) failed earlier; it is unusable", conn->peer,
@@ -333,12 +348,12 @@ static mscclppResult_t send_payload(struct tcp_conn* t, const char* src, int dev
 }
 
 /* One WRITE of size bytes at src (GPU memory of device dev when dev >= 0) to dst+dst_off. */
-static mscclppResult_t send_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+static mscclppResult_t send_write(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                   const char* src, int dev, uint64_t size) {
   struct tcp_conn* t = conn->priv;
   MPP_CHECK(tcp_status(conn));
   if (size == 0) return mscclppSuccess;
-  struct tcp_hdr h = {.type = TCP_WRITE, .region = dst->d.region_id, .offset = dst_off, .arg = size};
+  struct tcp_hdr h = {.type = TCP_WRITE, .region = region_of(dst), .offset = dst_off, .arg = size};
   mscclppResult_t res = send_part(t, &h, sizeof(h), time_deadline_ms(io_timeout_ms()));
   if (res == mscclppSuccess) res = send_payload(t, src, dev, size);
   if (res != mscclppSuccess)
@@ -347,21 +362,21 @@ static mscclppResult_t send_write(struct mscclppConnection* conn, struct mscclpp
   return mscclppSuccess;
 }
 
-static mscclppResult_t tcp_write(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
-                                 struct mscclppRegMem* src, uint64_t src_off, uint64_t size) {
+static mscclppResult_t tcp_write(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
+                                 struct transport_mem* src, uint64_t src_off, uint64_t size) {
   return send_write(conn, dst, dst_off, (const char*)src->ptr + src_off, src->is_device ? src->d.cuda_dev : -1, size);
 }
 
-static mscclppResult_t tcp_write_host(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+static mscclppResult_t tcp_write_host(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                       const void* src, uint64_t size) {
   return send_write(conn, dst, dst_off, src, -1, size);
 }
 
-static mscclppResult_t tcp_update(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
+static mscclppResult_t tcp_update(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                   uint64_t new_value) {
   struct tcp_conn* t = conn->priv;
   MPP_CHECK(tcp_status(conn));
-  struct tcp_hdr h = {.type = TCP_UPDATE, .region = dst->d.region_id, .offset = dst_off, .arg = new_value};
+  struct tcp_hdr h = {.type = TCP_UPDATE, .region = region_of(dst), .offset = dst_off, .arg = new_value};
   mscclppResult_t res = send_part(t, &h, sizeof(h), time_deadline_ms(io_timeout_ms()));
   if (res != mscclppSuccess)
     return MPP_ERR(res, "tcp update of rank %d's word at offset %llu failed: %s", conn->peer, (unsigned long long)dst_off,
@@ -370,7 +385,7 @@ static mscclppResult_t tcp_update(struct mscclppConnection* conn, struct mscclpp
 }
 
 /* Waits for the ACK of seq on out_fd (skipping late ACKs of earlier flushes that timed out). */
-static mscclppResult_t wait_ack(struct mscclppConnection* conn, uint64_t seq, uint64_t deadline, int64_t timeout_ms) {
+static mscclppResult_t wait_ack(struct transport_conn* conn, uint64_t seq, uint64_t deadline, int64_t timeout_ms) {
   struct tcp_conn* t = conn->priv;
   for (;;) {
     struct tcp_hdr ack;
@@ -398,7 +413,7 @@ static mscclppResult_t wait_ack(struct mscclppConnection* conn, uint64_t seq, ui
   }
 }
 
-static mscclppResult_t tcp_flush(struct mscclppConnection* conn, int64_t timeout_ms) {
+static mscclppResult_t tcp_flush(struct transport_conn* conn, int64_t timeout_ms) {
   struct tcp_conn* t = conn->priv;
   MPP_CHECK(tcp_status(conn));
   uint64_t deadline = time_deadline_ms(timeout_ms);
@@ -413,7 +428,7 @@ static mscclppResult_t tcp_flush(struct mscclppConnection* conn, int64_t timeout
 /* Receives the DATA answering a READ of size bytes into dst (skipping late ACKs of flushes that
  * timed out). A refused read is RemoteError naming the region; a lost or malformed stream breaks
  * the connection. */
-static mscclppResult_t recv_data(struct mscclppConnection* conn, char* dst, uint64_t size, uint64_t deadline) {
+static mscclppResult_t recv_data(struct transport_conn* conn, char* dst, uint64_t size, uint64_t deadline) {
   struct tcp_conn* t = conn->priv;
   struct tcp_hdr d;
   do {
@@ -444,39 +459,85 @@ static mscclppResult_t recv_data(struct mscclppConnection* conn, char* dst, uint
   return mscclppSuccess;
 }
 
-static mscclppResult_t tcp_read_host(struct mscclppConnection* conn, void* dst, struct mscclppRegMem* src,
+static mscclppResult_t tcp_read_host(struct transport_conn* conn, void* dst, struct transport_mem* src,
                                      uint64_t src_off, uint64_t size) {
   struct tcp_conn* t = conn->priv;
   MPP_CHECK(tcp_status(conn));
   if (size == 0) return mscclppSuccess;
   uint64_t deadline = time_deadline_ms(io_timeout_ms());
-  struct tcp_hdr h = {.type = TCP_READ, .region = src->d.region_id, .offset = src_off, .arg = size};
+  struct tcp_hdr h = {.type = TCP_READ, .region = region_of(src), .offset = src_off, .arg = size};
   mscclppResult_t res = send_part(t, &h, sizeof(h), deadline);
   if (res != mscclppSuccess)
     return MPP_ERR(res, "tcp read from rank %d: sending the request failed: %s", conn->peer, why_now().text);
   return recv_data(conn, dst, size, deadline);
 }
 
-static mscclppResult_t tcp_export(struct mscclppRegMem* mem, const struct mem_info* info) {
+static mscclppResult_t tcp_export(struct transport_mem* mem, const struct mem_info* info) {
   int device = mem_kind_is_device(info->kind) ? info->device : -1;
-  MPP_CHECK(region_add(&mem->comm->tstate->regions, mem->ptr, mem->d.size, device, &mem->d.region_id));
+  MPP_CHECK(region_add(regions_of(mem->tc), mem->ptr, mem->d.size, device, &tcp_part(&mem->d)->region_id));
   mem->d.transports |= TRANSPORT_BIT(mscclppTransportTCP);
   return mscclppSuccess;
 }
 
-static void tcp_unexport(struct mscclppRegMem* mem) { region_remove(&mem->comm->tstate->regions, mem->d.region_id); }
+static void tcp_unexport(struct transport_mem* mem) { region_remove(regions_of(mem->tc), region_of(mem)); }
 
 /* Nothing to map: the owner's receiver writes the memory; the blob's region id is all we need. */
-static mscclppResult_t tcp_import(struct mscclppRegMem* mem) {
+static mscclppResult_t tcp_import(struct transport_mem* mem) {
   (void)mem;
   return mscclppSuccess;
 }
 
-static void tcp_unimport(struct mscclppRegMem* mem) { (void)mem; }
+static void tcp_unimport(struct transport_mem* mem) { (void)mem; }
+
+static mscclppResult_t tcp_start(struct transport_comm* tc) {
+  struct region_table* t = malloc(sizeof(*t));
+  if (t == NULL) return MPP_ERR(mscclppSystemError, "tcp: out of host memory for the region table");
+  region_table_init(t);
+  tc->state[mscclppTransportTCP] = t;
+  return mscclppSuccess;
+}
+
+static void tcp_stop(struct transport_comm* tc) {
+  struct region_table* t = regions_of(tc);
+  if (t == NULL) return;
+  region_table_fini(t);
+  free(t);
+  tc->state[mscclppTransportTCP] = NULL;
+}
+
+/* Any two ranks: tcp reaches every host. */
+static const char* tcp_unusable(const struct transport_comm* tc, int peer) {
+  (void)tc;
+  (void)peer;
+  return NULL;
+}
+
+static void tcp_encode_part(const union transport_part* part, uint8_t* out) {
+  le_put64(out, ((const struct tcp_part*)(const void*)part)->region_id);
+}
+
+static mscclppResult_t tcp_decode_part(const uint8_t* in, const struct regmem_desc* d, union transport_part* part) {
+  uint64_t id = le_get64(in);
+  if (id == 0)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: tcp offered without a region id", d->owner);
+  ((struct tcp_part*)(void*)part)->region_id = id;
+  return mscclppSuccess;
+}
 
 const struct transport_ops tcp_transport = {
     .name = "tcp",
+    .api_name = "tcp",
     .id = mscclppTransportTCP,
+    .mem_kinds = (1u << MEM_KIND_HOST) | (1u << MEM_KIND_HOST_SHM) | (1u << MEM_KIND_CUDA_IPC) | (1u << MEM_KIND_CUDA_VMM),
+    .token_import = TRANSPORT_BIT(mscclppTransportTCP),
+    .maps_memory = 0,
+    .unreachable_why = "it offers no tcp region",
+    .part_wire_bytes = sizeof(struct tcp_part),
+    .unusable = tcp_unusable,
+    .start = tcp_start,
+    .stop = tcp_stop,
+    .encode_part = tcp_encode_part,
+    .decode_part = tcp_decode_part,
     .export_mem = tcp_export,
     .unexport_mem = tcp_unexport,
     .import_mem = tcp_import,

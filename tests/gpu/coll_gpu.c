@@ -143,8 +143,8 @@ static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
   for (int b = 0; b < BATCH; b++) {
     spec[b] = (struct verify_spec){.dtype = dtype, .op = is_red(coll) ? op : -1, .nranks = g.n, .seed = ++g.seed};
     placement(coll, &s, es, inplace, (size_t)b * slot_bytes, &in[b], &out[b]);
-    rop[b] = (mscclppRedOp_t)(op == ALGO_OP_PREMUL ? 0 : op);
-    if (is_red(coll) && op == ALGO_OP_PREMUL) {
+    rop[b] = (mscclppRedOp_t)(op == ELEM_OP_PREMUL ? 0 : op);
+    if (is_red(coll) && op == ELEM_OP_PREMUL) {
       unsigned char scalar[8] = {0};
       verify_scalar(&spec[b], g.rank, scalar);
       if (b == 1) { /* one call of each batch reads its scalar from device memory in the kernel */
@@ -164,8 +164,8 @@ static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
   if (g.graph) CUDA_OK(cudaStreamBeginCapture(g.stream, g.mode));
   for (int b = 0; b < BATCH; b++) {
     mscclppResult_t r = call(coll, &s, dtype, rop[b], root, in[b], out[b]);
-    CHECK_MSG(r == mscclppSuccess, "rank %d: %s %s %s count %zu: %s", g.rank, algo_coll_name(coll), algo_dtype_name(dtype),
-              is_red(coll) ? algo_op_name(op) : "-", count, mscclppGetLastError());
+    CHECK_MSG(r == mscclppSuccess, "rank %d: %s %s %s count %zu: %s", g.rank, algo_coll_name(coll), elem_dtype_name(dtype),
+              is_red(coll) ? elem_op_name(op) : "-", count, mscclppGetLastError());
   }
   if (g.graph) replay_once();
   CUDA_OK(cudaStreamSynchronize(g.stream));
@@ -179,7 +179,7 @@ static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
   for (int b = 0; b < BATCH; b++) {
     size_t wrong = check(coll, &s, &spec[b], es, root, out[b]);
     CHECK_MSG(wrong == 0, "rank %d: %s %s %s %s count %zu (call %d of the batch): %zu wrong elements", g.rank,
-              algo_coll_name(coll), algo_dtype_name(dtype), is_red(coll) ? algo_op_name(op) : "-",
+              algo_coll_name(coll), elem_dtype_name(dtype), is_red(coll) ? elem_op_name(op) : "-",
               inplace ? "in place" : "out of place", count, b, wrong);
     if (rop[b] >= mscclppNumOps) CHECK_OK(mscclppRedOpDestroy(rop[b], g.comm));
   }
@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
     int allreduce_only = strcmp(variant, "ll2") == 0 || strcmp(variant, "bulk1") == 0;
     if (allreduce_only && coll != ALGO_COLL_ALLREDUCE) continue;
     for (int di = 0; di < ndt; di++)
-      for (int op = 0; op < (is_red(coll) ? ALGO_OP_COUNT : 1); op++)
+      for (int op = 0; op < (is_red(coll) ? ELEM_OP_COUNT : 1); op++)
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);

@@ -141,7 +141,7 @@ static size_t wrong(const struct job* j, const struct verify_spec* s) {
 static void verify(const struct job* j, const struct verify_spec* s, const char* how) {
   size_t bad = wrong(j, s);
   CHECK_MSG(bad == 0, "rank %d: %s %s, %llu bytes, %s, op %d, LL%d: %zu wrong elements", g.rank, j->name, how,
-            (unsigned long long)j->S, algo_dtype_name(j->dtype), j->op, j->packet, bad);
+            (unsigned long long)j->S, elem_dtype_name(j->dtype), j->op, j->packet, bad);
 }
 
 static void run_once(const struct job* j) {
@@ -202,7 +202,7 @@ static void run_graph_first(struct job* j, uint64_t S) {
 
 /* ---- plans ----------------------------------------------------------------------------------- */
 
-static const char* const op_names[4] = {"sum", "prod", "max", "min"}; /* enum algo_op 0..3 */
+static const char* const op_names[4] = {"sum", "prod", "max", "min"}; /* enum elem_op 0..3 */
 static const char reduce_key[] = "\"reduce_op\": \"";
 
 static char* slurp(const char* path, size_t* len) {
@@ -272,7 +272,7 @@ static void sweep(const char* text, const char* path) {
     char* t = with_op(text, op, &len);
     struct job j = {.name = path, .op = op, .packet = EXEC_GPU_LL16};
     load(t, len, path, &j);
-    for (int dt = 0; dt < ALGO_DTYPE_COUNT; dt++) {
+    for (int dt = 0; dt < ELEM_DTYPE_COUNT; dt++) {
       j.dtype = dt;
       run_size(&j, 4096);
     }

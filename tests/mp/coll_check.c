@@ -41,15 +41,15 @@ static unsigned parse_mask(const char* arg, int n, const char* (*name_of)(int)) 
 }
 
 static const char* coll_name(int i) { return algo_coll_name((enum algo_coll)i); }
-static const char* op_name(int i) { return algo_op_name((enum algo_op)i); }
+static const char* op_name(int i) { return elem_op_name((enum elem_op)i); }
 
 static void parse(int argc, char** argv, struct opts* o) {
-  *o = (struct opts){.colls = (1u << ALGO_COLL_SENDRECV) - 1, .dtypes = (1u << ALGO_DTYPE_COUNT) - 1,
-                     .ops = (1u << ALGO_OP_COUNT) - 1, .counts = {0, 1, 7, 1000}, .ncounts = 4, .places = 3, .repeat = 1};
+  *o = (struct opts){.colls = (1u << ALGO_COLL_SENDRECV) - 1, .dtypes = (1u << ELEM_DTYPE_COUNT) - 1,
+                     .ops = (1u << ELEM_OP_COUNT) - 1, .counts = {0, 1, 7, 1000}, .ncounts = 4, .places = 3, .repeat = 1};
   for (int c; (c = getopt(argc, argv, "c:d:o:n:p:r:H:")) != -1;) {
     if (c == 'c') o->colls = parse_mask(optarg, ALGO_COLL_SENDRECV, coll_name);
-    else if (c == 'd') o->dtypes = parse_mask(optarg, ALGO_DTYPE_COUNT, algo_dtype_name);
-    else if (c == 'o') o->ops = parse_mask(optarg, ALGO_OP_COUNT, op_name);
+    else if (c == 'd') o->dtypes = parse_mask(optarg, ELEM_DTYPE_COUNT, elem_dtype_name);
+    else if (c == 'o') o->ops = parse_mask(optarg, ELEM_OP_COUNT, op_name);
     else if (c == 'p') o->places = strcmp(optarg, "in") == 0 ? 2 : strcmp(optarg, "out") == 0 ? 1 : 3;
     else if (c == 'r') o->repeat = atoi(optarg);
     else if (c == 'H') o->hosts = atoi(optarg);
@@ -124,7 +124,7 @@ static void run_call(mscclppComm_t comm, int rank, int n, const struct call* c) 
   if (c->coll != ALGO_COLL_BROADCAST || rank == c->root) verify_fill(&c->spec, rank, 0, nin, at);
   mscclppRedOp_t op = (mscclppRedOp_t)c->op;
   unsigned char scalar[8] = {0};
-  if (c->op == ALGO_OP_PREMUL) {
+  if (c->op == ELEM_OP_PREMUL) {
     verify_scalar(&c->spec, rank, scalar);
     int immediate = (int)(c->spec.seed & 1);
     CHECK_OK(mscclppRedOpCreatePreMulSum(&op, scalar, (mscclppDataType_t)c->dtype,
@@ -136,14 +136,14 @@ static void run_call(mscclppComm_t comm, int rank, int n, const struct call* c) 
   void* recvp = (nonroot && c->coll == ALGO_COLL_REDUCE && !c->inplace) ? NULL : result;
   mscclppResult_t res = issue(comm, c, sendp, recvp, op);
   if (res != mscclppSuccess)
-    TEST_FAIL("rank %d: %s %s %s count %zu %s root %d failed: %s", rank, coll_name(c->coll), algo_dtype_name(c->dtype),
+    TEST_FAIL("rank %d: %s %s %s count %zu %s root %d failed: %s", rank, coll_name(c->coll), elem_dtype_name(c->dtype),
               is_reduction(c->coll) ? op_name(c->op) : "-", c->count, c->inplace ? "in-place" : "out-of-place", c->root,
               mscclppGetLastError());
-  if (c->op == ALGO_OP_PREMUL) CHECK_OK(mscclppRedOpDestroy(op, comm));
+  if (c->op == ELEM_OP_PREMUL) CHECK_OK(mscclppRedOpDestroy(op, comm));
   size_t wrong = (nonroot && c->coll == ALGO_COLL_REDUCE) ? 0 : check(c, rank, n, result);
   if (wrong != 0)
     TEST_FAIL("rank %d of %d: %s %s %s count %zu %s root %d: %zu wrong elements", rank, n, coll_name(c->coll),
-              algo_dtype_name(c->dtype), is_reduction(c->coll) ? op_name(c->op) : "-", c->count,
+              elem_dtype_name(c->dtype), is_reduction(c->coll) ? op_name(c->op) : "-", c->count,
               c->inplace ? "in-place" : "out-of-place", c->root, wrong);
   if (!c->inplace) free(in);
   free(out);
@@ -164,9 +164,9 @@ int main(int argc, char** argv) {
   for (int rep = 0; rep < o.repeat; rep++)
     for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
       if (!(o.colls >> coll & 1)) continue;
-      for (int dtype = 0; dtype < ALGO_DTYPE_COUNT; dtype++) {
+      for (int dtype = 0; dtype < ELEM_DTYPE_COUNT; dtype++) {
         if (!(o.dtypes >> dtype & 1)) continue;
-        for (int op = 0; op < ALGO_OP_COUNT; op++) {
+        for (int op = 0; op < ELEM_OP_COUNT; op++) {
           if (is_reduction(coll) ? !(o.ops >> op & 1) : op > 0) continue;
           for (int ci = 0; ci < o.ncounts; ci++)
             for (int inplace = 0; inplace < 2; inplace++) {

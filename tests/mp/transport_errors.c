@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "core/regmem.h"
+#include "transport/fdpass.h"
 #include "transport_mp.h"
 
 #define BYTES 10000
@@ -82,7 +83,8 @@ static void edit_pid(struct regmem_desc* d) { d->pid += 1; }
 static void edit_host(struct regmem_desc* d) { d->host_hash ^= 1; }
 static void edit_comm(struct regmem_desc* d) { d->comm_id ^= 1; }
 static void edit_owner(struct regmem_desc* d) { d->owner = 1; }
-static void edit_key(struct regmem_desc* d) { d->fd_key ^= 1; }
+/* The key of the shm part (struct fd_ref: the export id, then its key). */
+static void edit_key(struct regmem_desc* d) { ((struct fd_ref*)(void*)&d->part[mscclppTransportSHM])->key ^= 1; }
 static void edit_bigger(struct regmem_desc* d) {
   d->alloc_size += 1 << 20;
   d->size += 1 << 20;

@@ -9,7 +9,7 @@
 
 #include "algo/algo.h"
 #include "algo/gpu/gpu.h"
-#include "algo/reduce.h"
+#include "elem/reduce.h"
 #include "algo/verify.h"
 #include "helpers.h"
 
@@ -27,7 +27,7 @@ struct sim {
 };
 
 static void setup(struct sim* s) {
-  s->es = algo_dtype_size(s->dtype);
+  s->es = elem_dtype_size(s->dtype);
   size_t c = s->count;
   s->in_elems = s->out_elems = c;
   if (s->coll == ALGO_COLL_ALLGATHER || s->coll == ALGO_COLL_ALLTOALL) s->out_elems = c * (size_t)s->n;
@@ -47,13 +47,13 @@ static void setup(struct sim* s) {
     struct algo_args* a = &s->a[r];
     memset(a, 0, sizeof(*a));
     a->coll = (enum algo_coll)s->coll, a->count = c, a->dtype = s->dtype, a->es = s->es, a->root = s->root;
-    a->op = (enum algo_op)(s->op < 0 ? 0 : s->op);
+    a->op = (enum elem_op)(s->op < 0 ? 0 : s->op);
     a->send = s->coll == ALGO_COLL_BROADCAST && r != s->root ? NULL : s->in[r];
     a->recv = s->coll == ALGO_COLL_REDUCE && r != s->root ? NULL : s->out[r];
-    if (s->op == ALGO_OP_PREMUL) {
+    if (s->op == ELEM_OP_PREMUL) {
       unsigned char sc[8] = {0};
       verify_scalar(&s->spec, r, sc);
-      a->scalar = algo_scalar_from(sc, s->dtype);
+      a->scalar = elem_scalar_from(sc, s->dtype);
     }
   }
 }
@@ -85,7 +85,7 @@ static void simulate(struct sim* s, int j) {
       parts[r][q] = malloc(len + 1);
       if (len == 0) continue;
       const void* src = p->src + p->send_off[q];
-      if (p->scale_send) algo_reduce(parts[r][q], &src, 1, len / s->es, s->dtype, ALGO_OP_PREMUL, 0, &p->scalar);
+      if (p->scale_send) elem_reduce(parts[r][q], &src, 1, len / s->es, s->dtype, ELEM_OP_PREMUL, 0, &p->scalar);
       else memcpy(parts[r][q], src, len);
     }
   for (int q = 0; q < s->n; q++) {
@@ -96,8 +96,8 @@ static void simulate(struct sim* s, int j) {
     } else if (p->mode == GX_REDUCE && p->recv_len[q] > 0) {
       const void* srcs[MAXN];
       for (int r = 0; r < s->n; r++) srcs[r] = parts[r][q];
-      enum algo_op op = p->op == ALGO_OP_PREMUL ? ALGO_OP_SUM : (enum algo_op)p->op;
-      algo_reduce(p->dst + p->red_off, srcs, s->n, p->recv_len[q] / s->es, s->dtype, op, s->n, NULL);
+      enum elem_op op = p->op == ELEM_OP_PREMUL ? ELEM_OP_SUM : (enum elem_op)p->op;
+      elem_reduce(p->dst + p->red_off, srcs, s->n, p->recv_len[q] / s->es, s->dtype, op, s->n, NULL);
     }
   }
   for (int r = 0; r < s->n; r++)
@@ -132,7 +132,7 @@ static void run_one(struct sim* s, int two_phase) {
   for (int r = 0; r < s->n; r++) {
     size_t wrong = check_out(s, r);
     CHECK_MSG(wrong == 0, "%s %s %s %s n=%d count %zu two_phase %d: rank %d has %zu wrong elements", algo_coll_name(s->coll),
-              algo_dtype_name(s->dtype), s->op >= 0 ? algo_op_name((enum algo_op)s->op) : "-",
+              elem_dtype_name(s->dtype), s->op >= 0 ? elem_op_name((enum elem_op)s->op) : "-",
               s->inplace ? "in place" : "out of place", s->n, s->count, two_phase, r, wrong);
   }
   for (int r = 0; r < s->n; r++) free(s->bufs[r]);
@@ -148,7 +148,7 @@ int main(void) {
     for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++)
       for (size_t di = 0; di < sizeof(dtypes) / sizeof(dtypes[0]); di++) {
         int red = coll == ALGO_COLL_ALLREDUCE || coll == ALGO_COLL_REDUCESCATTER || coll == ALGO_COLL_REDUCE;
-        for (int op = red ? 0 : -1; op < (red ? ALGO_OP_COUNT : 0); op++)
+        for (int op = red ? 0 : -1; op < (red ? ELEM_OP_COUNT : 0); op++)
           for (int inplace = 0; inplace < 2; inplace++)
             for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
               for (int tp = 0; tp < (coll == ALGO_COLL_ALLREDUCE ? 2 : 1); tp++) {

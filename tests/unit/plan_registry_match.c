@@ -10,7 +10,7 @@
 #include "exec/supports.h"
 #include "helpers.h"
 #include "plan/plan.h"
-#include "plan/registry.h"
+#include "coll/registry/registry.h"
 #include "mp/plan_registry_plans.h"
 
 #define XML_DIR MPP_SOURCE_DIR "/tests/xml/"
@@ -27,14 +27,14 @@ static struct planreg_entry plan_entry(void) {
   struct planreg_entry e;
   memset(&e, 0, sizeof(e));
   e.rule = PLANREG_RULE_PLAN, e.coll = ALGO_COLL_ALLREDUCE, e.nranks = 4, e.root = 0;
-  e.min_bytes = 1024, e.max_bytes = 65536, e.redops = 1u << ALGO_OP_SUM;
+  e.min_bytes = 1024, e.max_bytes = 65536, e.redops = 1u << ELEM_OP_SUM;
   e.plan[0] = (mscclppPlan_t)&e; /* never run here */
   return e;
 }
 
 static void plan_rule(void) {
   struct planreg_entry e = plan_entry();
-  struct planreg_query q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 0, ALGO_OP_SUM);
+  struct planreg_query q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 0, ELEM_OP_SUM);
   CHECK(planreg_serves(&e, &q));
   q.bytes = 1023;
   CHECK(!planreg_serves(&e, &q));
@@ -42,25 +42,25 @@ static void plan_rule(void) {
   CHECK(planreg_serves(&e, &q));
   q.bytes = 65537;
   CHECK(!planreg_serves(&e, &q));
-  q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 1, ALGO_OP_SUM); /* in place */
+  q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 1, ELEM_OP_SUM); /* in place */
   CHECK(!planreg_serves(&e, &q));
-  q = call(ALGO_COLL_ALLREDUCE, 256, 4, 2, 0, ALGO_OP_SUM); /* world size */
+  q = call(ALGO_COLL_ALLREDUCE, 256, 4, 2, 0, ELEM_OP_SUM); /* world size */
   CHECK(!planreg_serves(&e, &q));
   q = call(ALGO_COLL_ALLGATHER, 64, 4, 4, 0, -1); /* collective */
   CHECK(!planreg_serves(&e, &q));
-  for (int op = ALGO_OP_PROD; op <= ALGO_OP_PREMUL; op++) {
+  for (int op = ELEM_OP_PROD; op <= ELEM_OP_PREMUL; op++) {
     q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 0, op);
     CHECK_MSG(!planreg_serves(&e, &q), "op %d", op);
   }
   e.redops = 0; /* no reduce ops: any of sum, prod, max, min */
-  q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 0, ALGO_OP_MIN);
+  q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 0, ELEM_OP_MIN);
   CHECK(planreg_serves(&e, &q));
-  q.op = ALGO_OP_AVG;
+  q.op = ELEM_OP_AVG;
   CHECK(!planreg_serves(&e, &q));
-  e.redops = (1u << ALGO_OP_SUM) | (1u << ALGO_OP_MAX); /* mixed: none */
-  q.op = ALGO_OP_SUM;
+  e.redops = (1u << ELEM_OP_SUM) | (1u << ELEM_OP_MAX); /* mixed: none */
+  q.op = ELEM_OP_SUM;
   CHECK(!planreg_serves(&e, &q));
-  e.redops = 1u << ALGO_OP_SUM;
+  e.redops = 1u << ELEM_OP_SUM;
   e.rpn = 2; /* ranks per node */
   CHECK(!planreg_serves(&e, &q));
   q.rpn = 2;
@@ -102,23 +102,23 @@ static void msccl_rule(void) {
   struct planreg_entry* e;
   CHECK_OK(planreg_entry_from_xml(XML_DIR "ring_allreduce.xml", NULL, &e)); /* in place, 8 chunks, < 1 GiB */
   CHECK(e->rule == PLANREG_RULE_MSCCL && e->coll == ALGO_COLL_ALLREDUCE && e->nranks == 4);
-  struct planreg_query q = call(ALGO_COLL_ALLREDUCE, 1000, 4, 4, 1, ALGO_OP_SUM);
+  struct planreg_query q = call(ALGO_COLL_ALLREDUCE, 1000, 4, 4, 1, ELEM_OP_SUM);
   CHECK(planreg_serves(e, &q));
-  for (int op = ALGO_OP_SUM; op <= ALGO_OP_MIN; op++) { /* one plan per operator, each naming it */
+  for (int op = ELEM_OP_SUM; op <= ELEM_OP_MIN; op++) { /* one plan per operator, each naming it */
     q.op = op;
     CHECK(planreg_serves(e, &q));
     mscclppPlan_t p = planreg_plan_for(e, &q);
     CHECK(p == e->plan[op] && plan_redop(p) == op);
   }
-  q.op = ALGO_OP_AVG;
+  q.op = ELEM_OP_AVG;
   CHECK(!planreg_serves(e, &q));
-  q = call(ALGO_COLL_ALLREDUCE, 1004, 4, 4, 1, ALGO_OP_SUM); /* not divisible by 8 */
+  q = call(ALGO_COLL_ALLREDUCE, 1004, 4, 4, 1, ELEM_OP_SUM); /* not divisible by 8 */
   CHECK(!planreg_serves(e, &q));
-  q = call(ALGO_COLL_ALLREDUCE, 1000, 4, 4, 0, ALGO_OP_SUM); /* out of place */
+  q = call(ALGO_COLL_ALLREDUCE, 1000, 4, 4, 0, ELEM_OP_SUM); /* out of place */
   CHECK(!planreg_serves(e, &q));
-  q = call(ALGO_COLL_ALLREDUCE, (1u << 28), 4, 4, 1, ALGO_OP_SUM); /* 1 GiB: maxBytes is exclusive */
+  q = call(ALGO_COLL_ALLREDUCE, (1u << 28), 4, 4, 1, ELEM_OP_SUM); /* 1 GiB: maxBytes is exclusive */
   CHECK(!planreg_serves(e, &q));
-  q = call(ALGO_COLL_ALLREDUCE, (1u << 28) - 8, 4, 4, 1, ALGO_OP_SUM);
+  q = call(ALGO_COLL_ALLREDUCE, (1u << 28) - 8, 4, 4, 1, ELEM_OP_SUM);
   CHECK(planreg_serves(e, &q));
   planreg_entry_free(e);
   CHECK_OK(planreg_entry_from_xml(XML_DIR "ring_allgather.xml", NULL, &e)); /* out of place, 4 chunks */
@@ -148,7 +148,7 @@ static void pick(void) {
   a.id = 1, b.id = 2, c.id = 3;
   b.min_bytes = 0, b.max_bytes = 512; /* serves small calls only */
   struct planreg_entry* list[3] = {&a, &b, &c};
-  struct planreg_query q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 0, ALGO_OP_SUM);
+  struct planreg_query q = call(ALGO_COLL_ALLREDUCE, 256, 4, 4, 0, ELEM_OP_SUM);
   struct planreg_entry* out;
   CHECK_OK(planreg_pick(list, 3, &q, NULL, NULL, &out));
   CHECK(out == &a); /* the first that serves */
@@ -164,7 +164,7 @@ static void pick(void) {
   s.answer = 2;
   CHECK_RES(planreg_pick(list, 3, &q, selector, &s, &out), mscclppInvalidUsage);
   CHECK(strstr(mscclppGetLastError(), "selector returned 2; expected a candidate index 0..1") != NULL);
-  q.op = ALGO_OP_AVG; /* no candidate: the selector is not asked */
+  q.op = ELEM_OP_AVG; /* no candidate: the selector is not asked */
   CHECK_OK(planreg_pick(list, 3, &q, selector, &s, &out));
   CHECK(out == NULL && s.calls == 4);
 }

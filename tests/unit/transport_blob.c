@@ -1,21 +1,40 @@
-/* Registered-memory blobs: encode/decode round trip, and every kind of corrupted or inconsistent
+/* Registered-memory blobs: the transport rows' parts fill the blob, encode/decode round trip (the
+ * common fields and each offered transport's part), and every kind of corrupted or inconsistent
  * blob refused with a message naming the field. */
 #include <stdint.h>
 #include <string.h>
 
-#include "core/regmem.h"
+#include "transport/fdpass.h"
+#include "transport/transport.h"
 #include "helpers.h"
 
 #define COMM_ID 0x1122334455667788ull
 #define NRANKS 4
 
+/* The tcp part's region id (its only field) and the shm part's export (struct fd_ref). */
+static uint64_t* region_id(struct regmem_desc* d) { return &d->part[mscclppTransportTCP].align; }
+static struct fd_ref* shm_ref(struct regmem_desc* d) { return (struct fd_ref*)(void*)&d->part[mscclppTransportSHM]; }
+
 static struct regmem_desc valid_desc(void) {
   struct regmem_desc d = {.comm_id = COMM_ID, .owner = 2, .pid = 1234, .host_hash = 0xabcdefull,
                           .transports = TRANSPORT_BIT(mscclppTransportSHM) | TRANSPORT_BIT(mscclppTransportTCP),
                           .kind = MEM_KIND_HOST_SHM, .cuda_dev = -1, .size = 1000, .alloc_size = 4096,
-                          .alloc_offset = 96, .region_id = 7, .fd_id = 3, .fd_key = 0xfeedfacecafebeefull};
-  for (int i = 0; i < REGBLOB_IPC_HANDLE_BYTES; i++) d.ipc_handle[i] = (uint8_t)(i * 7);
+                          .alloc_offset = 96};
+  *region_id(&d) = 7;
+  *shm_ref(&d) = (struct fd_ref){.id = 3, .key = 0xfeedfacecafebeefull};
+  /* cuda-ipc's part: an fd export (16 bytes) then the IPC handle (64). */
+  for (int i = 0; i < 80; i++) d.part[mscclppTransportP2P].bytes[i] = (uint8_t)(i * 7);
   return d;
+}
+
+/* The rows' parts exactly fill the blob between the common fields and the checksum. */
+static void test_rows(void) {
+  CHECK_OK(regblob_check_rows());
+  int n = 0;
+  const struct transport_ops* const* rows = transport_rows(&n);
+  size_t bytes = 0;
+  for (int i = 0; i < n; i++) bytes += rows[i]->part_wire_bytes;
+  CHECK(72 + bytes + 8 == REGBLOB_BYTES && REGBLOB_BYTES <= MSCCLPP_REGMEM_BLOB_BYTES);
 }
 
 /* Decoding must fail with InvalidArgument and a message containing `what`. */
@@ -39,8 +58,10 @@ static void test_round_trip(void) {
   CHECK(out.comm_id == d.comm_id && out.owner == d.owner && out.pid == d.pid && out.size == d.size &&
         out.alloc_offset == d.alloc_offset);
   CHECK(out.host_hash == d.host_hash && out.transports == d.transports && out.kind == d.kind);
-  CHECK(out.alloc_size == d.alloc_size && out.region_id == d.region_id && out.fd_id == d.fd_id && out.fd_key == d.fd_key);
-  CHECK(out.cuda_dev == -1 && memcmp(out.ipc_handle, d.ipc_handle, REGBLOB_IPC_HANDLE_BYTES) == 0);
+  CHECK(out.alloc_size == d.alloc_size && *region_id(&out) == 7 && shm_ref(&out)->id == 3 &&
+        shm_ref(&out)->key == shm_ref(&d)->key);
+  CHECK(out.cuda_dev == -1);
+  for (int i = 0; i < 80; i++) CHECK(out.part[mscclppTransportP2P].bytes[i] == 0); /* not offered: not carried */
   /* A larger buffer (an allgather slot) holding the blob is fine. */
   CHECK_OK(regblob_decode(blob, sizeof(blob), COMM_ID, NRANKS, &out));
   /* Plain host and device kinds round-trip too. */
@@ -58,6 +79,7 @@ static void test_round_trip(void) {
   regblob_encode(&g, blob);
   CHECK_OK(regblob_decode(blob, REGBLOB_BYTES, COMM_ID, NRANKS, &out));
   CHECK(out.cuda_dev == 1 && out.kind == MEM_KIND_CUDA_IPC);
+  CHECK(memcmp(out.part[mscclppTransportP2P].bytes, g.part[mscclppTransportP2P].bytes, 80) == 0);
 }
 
 static void test_envelope(void) {
@@ -102,7 +124,7 @@ static void test_fields(void) {
   d = valid_desc(), d.alloc_offset = 4097, expect_desc_refused(d, "size overflow");
   d = valid_desc(), d.alloc_offset = UINT64_MAX - 10, expect_desc_refused(d, "size overflow");
   d = valid_desc(), d.alloc_size = UINT64_MAX, d.alloc_offset = UINT64_MAX - 8, expect_desc_refused(d, "size overflow");
-  d = valid_desc(), d.region_id = 0, expect_desc_refused(d, "region id");
+  d = valid_desc(), *region_id(&d) = 0, expect_desc_refused(d, "region id");
 }
 
 /* Random field values with a valid checksum: decode never crashes, and what it accepts obeys the
@@ -111,7 +133,7 @@ static void test_random(void) {
   uint64_t x = 88172645463325252ull;
   for (int iter = 0; iter < 20000; iter++) {
     struct regmem_desc d = valid_desc(), out;
-    uint64_t* words[] = {&d.size, &d.alloc_size, &d.alloc_offset, &d.region_id};
+    uint64_t* words[] = {&d.size, &d.alloc_size, &d.alloc_offset, region_id(&d)};
     for (int k = 0; k < 4; k++) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       if (x & 1) *words[k] = x >> (x % 64);
@@ -129,6 +151,7 @@ static void test_random(void) {
 }
 
 int main(void) {
+  test_rows();
   test_round_trip();
   test_envelope();
   test_fields();

@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/regmem.h"
+#include "sys/memalloc.h"
 #include "helpers.h"
 
 static void test_host_alloc(size_t size) {

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/regmem.h"
+#include "transport/tcp_regions.h"
 #include "helpers.h"
 
 int main(void) {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "plan/xml.h"
+#include "plan/xml/xml.h"
 #include "xml_sim.h"
 
 #define DIR MPP_SOURCE_DIR "/tests/xml/"

@@ -7,7 +7,7 @@
 #include <mscclpp/msccl_xml.h>
 
 #include "helpers.h"
-#include "plan/xml.h"
+#include "plan/xml/xml.h"
 
 #define DIR MPP_SOURCE_DIR "/tests/xml/"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "algo/cpu/net.h"
-#include "algo/reduce.h"
+#include "elem/reduce.h"
 #include "util/err.h"
 
 /* Sends slice q (of nranks slices of [base, base+len)) of the input to every rank q. */
@@ -57,7 +57,7 @@ mscclppResult_t cpu_done_all(struct cpu_net* net) {
 }
 
 static void reduce_into(struct cpu_net* net, const struct algo_args* a, void* dst, size_t cnt) {
-  algo_reduce(dst, net->srcs, net->ac->nranks, cnt, a->dtype, a->op, net->ac->nranks, net->scalars);
+  elem_reduce(dst, net->srcs, net->ac->nranks, cnt, a->dtype, a->op, net->ac->nranks, net->scalars);
 }
 
 /* Sends this rank's reduced slice of recv to every rank and copies every other slice in. */

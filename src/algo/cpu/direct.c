@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "algo/cpu/net.h"
-#include "algo/reduce.h"
+#include "elem/reduce.h"
 #include "util/err.h"
 
 /* Receives a chunk of want's shape from every other rank q into out + q * block (bytes). */
@@ -87,7 +87,7 @@ mscclppResult_t cpu_reducescatter_direct(struct algo_comm* ac, const struct algo
       net->srcs[q] = chunk_data(got);
       net->scalars[q] = got->scalar;
     }
-    algo_reduce((char*)a->recv + at, net->srcs, n, len, a->dtype, a->op, n, net->scalars);
+    elem_reduce((char*)a->recv + at, net->srcs, n, len, a->dtype, a->op, n, net->scalars);
     MPP_CHECK(cpu_done_all(net));
   }
   return mscclppSuccess;

@@ -118,7 +118,7 @@ static mscclppResult_t exchange_scratch(struct cpu_net* net, struct cpu_pipe* p)
   struct pipe_hello theirs;
   memcpy(mine.blob, net->blob, net->blob_len);
   int tag = boot_tag(BOOT_TAG_ALGO, 0);
-  MPP_CHECK(boot_swap(comm, p->peer, tag, &mine, &theirs, sizeof(mine)));
+  MPP_CHECK(bootstrap_swap(comm->boot, p->peer, tag, &mine, &theirs, sizeof(mine)));
   if (theirs.magic != HELLO_MAGIC || theirs.blob_len > sizeof(theirs.blob))
     return MPP_ERR(mscclppRemoteError, "collectives: malformed scratch exchange from rank %d", p->peer);
   if (theirs.chunk != net->chunk || theirs.nslots != CPU_NSLOTS)
@@ -128,7 +128,7 @@ static mscclppResult_t exchange_scratch(struct cpu_net* net, struct cpu_pipe* p)
                    p->peer, (unsigned long long)theirs.chunk, net->chunk);
   mscclppResult_t res = mscclppRegMemDeserialize(comm, theirs.blob, theirs.blob_len, &p->remote);
   int32_t ok = res == mscclppSuccess, peer_ok = 0;
-  MPP_CHECK(boot_swap(comm, p->peer, tag, &ok, &peer_ok, sizeof(ok)));
+  MPP_CHECK(bootstrap_swap(comm->boot, p->peer, tag, &ok, &peer_ok, sizeof(ok)));
   if (res != mscclppSuccess) return res;
   if (!peer_ok)
     return MPP_ERR(mscclppRemoteError, "collectives: rank %d could not import this rank's scratch (see its log)", p->peer);

@@ -38,13 +38,13 @@ struct chunk_hdr {
   uint32_t magic;
   uint16_t coll;  /* enum algo_coll */
   uint8_t dtype;
-  uint8_t op;     /* enum algo_op (reductions), else 0 */
+  uint8_t op;     /* enum elem_op (reductions), else 0 */
   int32_t root;   /* -1 when the collective has none */
   uint32_t bytes; /* data bytes in this chunk */
   uint64_t seq;   /* index of the chunk on its pipe */
   uint64_t total; /* bytes of the whole call (count * element size) */
   uint64_t offset; /* of this chunk within the sender's part */
-  algo_scalar scalar; /* the sender's premulsum scalar */
+  elem_scalar scalar; /* the sender's premulsum scalar */
 };
 #define CHUNK_MAGIC 0x4d504348u
 
@@ -74,7 +74,7 @@ struct cpu_net {
   size_t blob_len;
   int coll;            /* the collective running (enum algo_coll), for messages */
   const void** srcs;   /* nranks reduction sources (no allocation per call) */
-  algo_scalar* scalars; /* ... and their owners' premulsum scalars */
+  elem_scalar* scalars; /* ... and their owners' premulsum scalars */
   unsigned char* want; /* nranks flags: peers a group needs (p2p.c) */
   int* last_op[2];     /* nranks each: last queued send/recv op per peer in a group (p2p.c) */
 };

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "algo/cpu/net.h"
-#include "algo/reduce.h"
+#include "elem/reduce.h"
 #include "util/err.h"
 
 /* Index of non-root rank r among the non-root ranks, counting from root + 1. */
@@ -93,13 +93,13 @@ static mscclppResult_t reduce_gather(struct cpu_net* net, const struct algo_args
 static mscclppResult_t reduce_slice(struct cpu_net* net, const struct algo_args* a, size_t at, size_t cnt) {
   int n = net->ac->nranks;
   if (net->ac->rank == a->root) {
-    algo_reduce((char*)a->recv + at, net->srcs, n, cnt, a->dtype, a->op, n, net->scalars);
+    elem_reduce((char*)a->recv + at, net->srcs, n, cnt, a->dtype, a->op, n, net->scalars);
     return cpu_done_all(net);
   }
   struct cpu_pipe* p = &net->pipes[a->root];
   void* dst;
   MPP_CHECK(cpu_send_begin(net, p, &dst));
-  algo_reduce(dst, net->srcs, n, cnt, a->dtype, a->op, n, net->scalars);
+  elem_reduce(dst, net->srcs, n, cnt, a->dtype, a->op, n, net->scalars);
   MPP_CHECK(cpu_done_all(net));
   struct chunk_hdr h = cpu_hdr(a, at, cnt * a->es);
   return cpu_send_commit(net, p, &h);

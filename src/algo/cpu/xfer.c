@@ -87,11 +87,11 @@ static mscclppResult_t mismatch(struct cpu_net* net, struct cpu_pipe* p, const s
     return MPP_ERR(mscclppInvalidUsage, "%s: rank %d moves %llu bytes, rank %d %llu bytes: count or datatype differ", coll, me,
                    (unsigned long long)want->total, p->peer, (unsigned long long)got->total);
   if (got->dtype != want->dtype)
-    return MPP_ERR(mscclppInvalidUsage, "%s: rank %d uses datatype %s, rank %d %s", coll, me, algo_dtype_name(want->dtype),
-                   p->peer, algo_dtype_name(got->dtype));
+    return MPP_ERR(mscclppInvalidUsage, "%s: rank %d uses datatype %s, rank %d %s", coll, me, elem_dtype_name(want->dtype),
+                   p->peer, elem_dtype_name(got->dtype));
   if (got->op != want->op)
     return MPP_ERR(mscclppInvalidUsage, "%s: rank %d reduces with %s, rank %d with %s", coll, me,
-                   algo_op_name((enum algo_op)want->op), p->peer, algo_op_name((enum algo_op)got->op));
+                   elem_op_name((enum elem_op)want->op), p->peer, elem_op_name((enum elem_op)got->op));
   if (got->root != want->root)
     return MPP_ERR(mscclppInvalidUsage, "%s: rank %d has root %d, rank %d root %d", coll, me, want->root, p->peer, got->root);
   return MPP_ERR(mscclppInternalError, "%s: rank %d expected chunk %llu from rank %d at offset %llu with %u bytes, got offset %llu with %u",

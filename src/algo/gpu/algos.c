@@ -28,7 +28,7 @@ static void plan_init(struct gx_plan* p, const struct algo_args* a, int mode) {
   p->op = a->op;
   p->scalar = a->scalar;
   p->scalar_dev = a->scalar_dev;
-  p->scale_send = mode == GX_REDUCE && a->op == ALGO_OP_PREMUL;
+  p->scale_send = mode == GX_REDUCE && a->op == ELEM_OP_PREMUL;
 }
 
 /* Element offset and count of slice q of count elements cut in n (the last ones may be short). */
@@ -102,7 +102,7 @@ static void plan_one(const struct algo_args* a, int me, int n, struct gx_plan* p
       break;
     default: /* reduce: every part to the root, which reduces; the others only send */
       plan_init(p, a, me == root ? GX_REDUCE : GX_NONE);
-      p->scale_send = a->op == ALGO_OP_PREMUL;
+      p->scale_send = a->op == ELEM_OP_PREMUL;
       p->send_len[root] = block;
       for (int q = 0; q < n && me == root; q++) p->recv_len[q] = block;
       break;

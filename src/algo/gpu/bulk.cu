@@ -23,7 +23,7 @@
 #include <mscclpp/memory_channel.h>
 
 #include "algo/gpu/gpu.h"
-#include "algo/gpu/elem.cuh"
+#include "elem/reduce.cuh"
 #include "algo/gpu/round.cuh"
 
 __device__ __forceinline__ uint64_t share(uint64_t len, uint64_t lo, uint64_t cb) {
@@ -52,7 +52,7 @@ __device__ int bulk_round(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64
 
 template <int DT>
 __device__ void bulk_put(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64_t lo, uint64_t cb) {
-  algo_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
+  elem_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
   for (int q = 0; q < d.nranks; q++) {
     uint64_t n = share(p.send_len[q], lo, cb);
     if (q == d.rank || n == 0) continue;

@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "algo/gpu/gpu.h"
-#include "algo/gpu/elem.cuh"
+#include "elem/reduce.cuh"
 #include "algo/gpu/round.cuh"
 
 #define CE_RED_THREADS 512
@@ -42,7 +42,7 @@ extern "C" mscclppResult_t gpu_launch_ce_reduce(int dtype, int op, char* dst, co
   for (int r = 0; r < n; r++) s.p[r] = srcs[r];
   uint64_t units = bytes / 16 + 1, blocks = (units + 2 * CE_RED_THREADS - 1) / (2 * CE_RED_THREADS);
   if (blocks > CE_RED_MAX_BLOCKS) blocks = CE_RED_MAX_BLOCKS;
-  uint64_t count = bytes / (uint64_t)algo_dtype_size(dtype);
+  uint64_t count = bytes / (uint64_t)elem_dtype_size(dtype);
   GxPick<CeGet>::pick(dtype, op)<<<(unsigned)blocks, CE_RED_THREADS, 0, (cudaStream_t)stream>>>(dst, s, n, count);
   return gpu_cuda_check(cudaGetLastError(), "copy-engine reduction launch");
 }

@@ -20,10 +20,13 @@
 #include <mscclpp/memory_channel.h>
 
 #include "algo/algo.h"
-#include "algo/redop.h"
+#include "elem/redop.h"
 #include "core/ubuf.h"
 
-#define GPU_MAX_RANKS 8
+#define GPU_MAX_RANKS 8 /* one reduction takes every rank's part: at most ELEM_MAX_SRCS */
+#if GPU_MAX_RANKS > ELEM_MAX_SRCS
+#error "GPU_MAX_RANKS exceeds the sources one GPU reduction takes (ELEM_MAX_SRCS)"
+#endif
 #define GPU_LL_THREADS 512
 #define GPU_BULK_THREADS 512
 
@@ -57,10 +60,10 @@ struct gx_plan {
   uint64_t recv_off[GPU_MAX_RANKS], recv_len[GPU_MAX_RANKS];
   uint64_t red_off;
   uint64_t maxlen; /* the largest send_len/recv_len of any rank in this launch (same on every rank) */
-  algo_scalar scalar;
+  elem_scalar scalar;
   const void* scalar_dev; /* non-NULL: the scalar is a value of dtype here, read by the kernel */
   int mode;        /* enum gx_mode */
-  int dtype, op;   /* op: enum algo_op (reductions; premul scales on send) */
+  int dtype, op;   /* op: enum elem_op (reductions; premul scales on send) */
   int scale_send;  /* 1: premul, scale parts before sending */
   int p2p;         /* 1 (bulk only): only pairs with pair_len[q] > 0 take part, each for its own steps */
   uint64_t pair_len[GPU_MAX_RANKS]; /* p2p: max(send_len[q], recv_len[q]), equal on both sides of a pair */
@@ -113,7 +116,7 @@ mscclppResult_t gpu_launch_ll(const struct gpu_dev* d, const struct gx_plan* p, 
 mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream);
 /* Launches one zero-copy exchange: a round with every peer, the data, a closing round. */
 mscclppResult_t gpu_launch_zc(const struct gpu_dev* d, const struct gx_plan* p, const struct gx_zc* z, void* stream);
-/* dst = src (bytes of device memory) on stream: a one-rank collective (algo/dispatch.c). */
+/* dst = src (bytes of device memory) on stream: a one-rank collective (coll/dispatch.c). */
 mscclppResult_t gpu_copy_local(void* dst, const void* src, size_t bytes, void* stream);
 /* 1 when stream is being captured into a CUDA graph (0 without CUDA or on error). */
 int gpu_stream_captured(void* stream);

@@ -17,7 +17,7 @@
 #include <mscclpp/packet.h>
 
 #include "algo/gpu/gpu.h"
-#include "algo/gpu/elem.cuh"
+#include "elem/reduce.cuh"
 
 /* The inbox (parity, from) of the rank whose scratch base is `base`. */
 __device__ __forceinline__ mscclppLL16Packet* ll_inbox(const gpu_dev& d, char* base, uint32_t parity, int from) {
@@ -43,7 +43,7 @@ __device__ __forceinline__ uint32_t tail(uint64_t bytes, uint64_t i) {
 template <int DT>
 __device__ void ll_send(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint32_t tid, uint32_t nt) {
   uint32_t parity = flag & 1;
-  algo_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
+  elem_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
   for (int q = 0; q < d.nranks; q++) {
     if (q == d.rank) continue;
     mscclppLL16Packet* box = ll_inbox(d, d.peer_scratch[q], parity, d.rank);
@@ -92,7 +92,7 @@ __device__ int ll_reduce(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint
   const char* own = p.src + p.send_off[d.rank];
   char* dst = p.dst + p.red_off;
   uint64_t pl[GPU_MAX_RANKS];
-  algo_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
+  elem_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
   for (uint64_t i = tid; i < npk(len); i += nt) {
     pl[d.rank] = mscclppLoadBytes(own + i * 8, tail(len, i)); /* before the polls: overlaps them */
     if (p.scale_send) pl[d.rank] = scale8<DT>(pl[d.rank], sc);

@@ -13,7 +13,7 @@
 static int plan_launch(struct p2p_op* ops, int nops, struct algo_comm* ac, int j, struct gx_plan* p, void** stream) {
   int seen_send[GPU_MAX_RANKS] = {0}, seen_recv[GPU_MAX_RANKS] = {0}, any = 0;
   memset(p, 0, sizeof(*p));
-  p->mode = GX_COPY, p->dtype = 1, p->op = ALGO_OP_SUM, p->p2p = 1;
+  p->mode = GX_COPY, p->dtype = 1, p->op = ELEM_OP_SUM, p->p2p = 1;
   for (int i = 0; i < nops; i++) {
     struct p2p_op* o = &ops[i];
     if (o->ac != ac) continue;

@@ -93,7 +93,7 @@ static mscclppResult_t exchange(struct gpu_net* g, struct mscclppComm* comm, int
   size_t len = sizeof(mine.blob);
   MPP_CHECK(mscclppRegMemSerialize(g->scratch_reg, mine.blob, &len));
   mine.blob_len = len;
-  MPP_CHECK(boot_swap(comm, q, boot_tag(BOOT_TAG_ALGO, 1), &mine, &theirs, sizeof(mine)));
+  MPP_CHECK(bootstrap_swap(comm->boot, q, boot_tag(BOOT_TAG_ALGO, 1), &mine, &theirs, sizeof(mine)));
   if (theirs.magic != GPU_HELLO_MAGIC || theirs.blob_len > sizeof(theirs.blob))
     return MPP_ERR(mscclppRemoteError, "GPU collectives: malformed scratch exchange from rank %d", q);
   if (theirs.ll_slot != mine.ll_slot || theirs.bulk_slot != mine.bulk_slot || theirs.nblocks != mine.nblocks)

@@ -111,7 +111,7 @@ static mscclppResult_t exchange(struct gpu_net* g, struct algo_comm* ac, mscclpp
   for (int q = 0; q < ac->nranks; q++) {
     if (q == ac->rank) continue;
     struct zc_hello th;
-    mscclppResult_t r = boot_swap(ac->comm, q, boot_tag(BOOT_TAG_ALGO, ZC_TAG), mine, &th, sizeof(th));
+    mscclppResult_t r = bootstrap_swap(ac->comm->boot, q, boot_tag(BOOT_TAG_ALGO, ZC_TAG), mine, &th, sizeof(th));
     if (r == mscclppSuccess && res == mscclppSuccess) r = accept(g, q, mine, &th, z);
     if (r == mscclppSuccess) *usable &= (int)th.usable;
     if (res == mscclppSuccess) res = r;
@@ -149,7 +149,7 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
                                      struct gx_zc* z, struct gx_plan p[2], int* go) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
   *go = 0;
-  if (!a->captured || a->count == 0 || (red && a->op == ALGO_OP_PREMUL)) return mscclppSuccess;
+  if (!a->captured || a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return mscclppSuccess;
   MPP_CHECK(gpu_net_get(ac, a->stream, g));
   int usable = 0;
   MPP_CHECK(zc_map(*g, ac, a, z, &usable));

@@ -18,7 +18,7 @@
 #include <mscclpp/memory_channel.h>
 
 #include "algo/gpu/gpu.h"
-#include "algo/gpu/elem.cuh"
+#include "elem/reduce.cuh"
 #include "algo/gpu/round.cuh"
 
 __device__ __forceinline__ uint64_t zc_share(uint64_t len, uint64_t lo, uint64_t chunk) {

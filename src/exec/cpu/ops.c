@@ -2,7 +2,7 @@
  * reductions re/res/rre/rres, and the dispatch to sync, packet and switch ops. */
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "elem/reduce.h"
 #include "exec/cpu/block.h"
 
 /* put/get/copy: one source to every destination, or source i to destination i. A source on
@@ -36,7 +36,7 @@ static int reduce_remote(struct blk* k, const struct plan_op* op, uint64_t s, ui
     if (!(srcs[i] = blk_source(k, &r[i], s, n, blk_rtile(k, i)))) return -1;
   char* out = blk_ptr(k, &r[op->nsrc], s, 0);
   char* made = out ? out : blk_rtile(k, op->nsrc);
-  algo_reduce(made, srcs, op->nsrc, n / c->esize, c->dtype, (enum algo_op)op->redop, 1, NULL);
+  elem_reduce(made, srcs, op->nsrc, n / c->esize, c->dtype, (enum elem_op)op->redop, 1, NULL);
   for (uint16_t d = out ? 1 : 0; d < op->ndst; d++)
     if (blk_write(k, &r[op->nsrc + d], s, 0, made, n)) return -1;
   return 0;
@@ -57,7 +57,7 @@ static int reduce(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t 
   const void** srcs = (const void**)(k->temp + (size_t)EXEC_TILE * (c->ps->maxrefs + 1));
   for (uint16_t i = 0; i < op->nsrc; i++) srcs[i] = blk_ptr(k, &r[i], s, 0);
   char* dst = blk_ptr(k, &r[op->nsrc], s, 0);
-  algo_reduce(dst, srcs, op->nsrc, n / c->esize, c->dtype, (enum algo_op)op->redop, 1, NULL);
+  elem_reduce(dst, srcs, op->nsrc, n / c->esize, c->dtype, (enum elem_op)op->redop, 1, NULL);
   for (uint16_t d = 1; d < op->ndst; d++) memcpy(blk_ptr(k, &r[op->nsrc + d], s, 0), dst, n);
   return 0;
 }

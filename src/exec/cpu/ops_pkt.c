@@ -3,7 +3,7 @@
  * EXEC_TILE bytes through the block's temp space, so no op allocates. */
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "elem/reduce.h"
 #include "exec/cpu/block.h"
 
 /* n bytes of data src as packets at offset pkt_off of owner's buffer btype. 0, or -1 after blk_fail. */
@@ -59,7 +59,7 @@ static int reduce_pkts_tile(struct blk* k, const struct plan_op* op, uint64_t s,
     if (!pk || exec_get_pkts(k, t, pk, m, -1)) return -1;
     srcs[i] = t;
   }
-  algo_reduce(dst, srcs, op->nsrc, m / k->c->esize, k->c->dtype, (enum algo_op)op->redop, 1, NULL);
+  elem_reduce(dst, srcs, op->nsrc, m / k->c->esize, k->c->dtype, (enum elem_op)op->redop, 1, NULL);
   for (uint16_t d = 1; d < op->ndst; d++)
     if (put_pkts_ref(k, &r[op->nsrc + d], s, dst, m)) return -1;
   return 0;
@@ -136,7 +136,7 @@ static int switch_reduce_tile(struct blk* k, const struct plan_op* op, uint64_t 
     srcs[g] = p ? p : blk_rtile(k, (uint32_t)g);
   }
   char* res = remote ? blk_rtile(k, k->c->ps->maxrefs) : k->temp;
-  algo_reduce(res, srcs, sw->nranks, m / k->c->esize, k->c->dtype, (enum algo_op)op->redop, 1, NULL);
+  elem_reduce(res, srcs, sw->nranks, m / k->c->esize, k->c->dtype, (enum elem_op)op->redop, 1, NULL);
   for (uint16_t d = 0; d < op->ndst; d++) {
     const struct plan_ref* dr = &r[op->nsrc + d];
     if (op->code == PLAN_OP_GLRE) {

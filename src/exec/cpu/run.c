@@ -2,7 +2,7 @@
  * barrier, output mirror back (cpu.h explains why). */
 #include <string.h>
 
-#include "algo/redop.h"
+#include "elem/redop.h"
 #include "exec/cpu/block.h"
 
 #define EXEC_ALIGN(x, a) (((x) + (a) - 1) / (a) * (a))
@@ -52,7 +52,7 @@ mscclppResult_t exec_cpu_run(struct mscclppComm* comm, struct mscclppPlan* plan,
                              uint64_t sb, uint64_t rb, int dtype) {
   struct exec_cpu* st;
   MPP_CHECK(exec_cpu_get(comm, &st));
-  struct exec_call c = {.st = st, .plan = plan, .dtype = dtype, .esize = algo_dtype_size(dtype)};
+  struct exec_call c = {.st = st, .plan = plan, .dtype = dtype, .esize = elem_dtype_size(dtype)};
   if (!c.esize) return MPP_ERR(mscclppInvalidArgument, "executor: unknown datatype %d", dtype);
   c.pr = &plan->ranks[st->rank < plan->nranks ? st->rank : 0];
   MPP_CHECK(prepare(&c, plan, sb, rb));

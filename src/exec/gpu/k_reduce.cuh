@@ -1,5 +1,5 @@
 /* k_reduce.cuh - the executor's reductions, per datatype x reduce_op (sum, prod, max, min), with the
- * semantics of the CPU ranks (algo/reduce.c, algo/gpu/elem.cuh): every source converts once into
+ * semantics of the CPU ranks (elem/reduce.c, elem/reduce.cuh): every source converts once into
  * the datatype's accumulator family, they combine in the order listed, the result rounds once.
  *
  * Work goes in 8-byte words (16 bytes at a time when every pointer is 16-aligned): a word holds
@@ -9,8 +9,7 @@
 #ifndef MPP_EXEC_GPU_K_REDUCE_CUH_
 #define MPP_EXEC_GPU_K_REDUCE_CUH_
 
-#include "algo/gpu/gpu.h" /* GPU_MAX_RANKS, which elem.cuh's helpers use */
-#include "algo/gpu/elem.cuh"
+#include "elem/reduce.cuh"
 #include "exec/gpu/k_common.cuh"
 
 /* The accumulators of one 8-byte word of datatype DT. */
@@ -108,10 +107,10 @@ __device__ __noinline__ int xr_pkts(const xk& k, const char* data0, char* const*
 /* The runtime (datatype, reduce_op) -> instantiation switch, once per kind of reduction. */
 #define XR_BY_OP(CALL, DT)                        \
   switch (op) {                                   \
-    case ALGO_OP_PROD: return CALL(DT, ALGO_OP_PROD); \
-    case ALGO_OP_MAX: return CALL(DT, ALGO_OP_MAX);   \
-    case ALGO_OP_MIN: return CALL(DT, ALGO_OP_MIN);   \
-    default: return CALL(DT, ALGO_OP_SUM);            \
+    case ELEM_OP_PROD: return CALL(DT, ELEM_OP_PROD); \
+    case ELEM_OP_MAX: return CALL(DT, ELEM_OP_MAX);   \
+    case ELEM_OP_MIN: return CALL(DT, ELEM_OP_MIN);   \
+    default: return CALL(DT, ELEM_OP_SUM);            \
   }
 #define XR_BY_TYPE(CALL)                                                           \
   switch (dtype) {                                                                 \

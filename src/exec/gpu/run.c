@@ -4,7 +4,7 @@
  * per buffer (core/ubuf.c) and the launch, so it can be captured into a CUDA graph. */
 #include "exec/gpu/gpu.h"
 
-#include "algo/redop.h"
+#include "elem/redop.h"
 #include "channel/ext.h"
 #include "core/comm.h"
 #include "exec/gpu/state.h"
@@ -86,7 +86,7 @@ static mscclppResult_t run_locked(struct xg_state* st, struct mscclppPlan* plan,
 mscclppResult_t exec_gpu_run(struct mscclppComm* comm, struct mscclppPlan* plan, const void* send, void* recv,
                              uint64_t send_bytes, uint64_t recv_bytes, int dtype, void* stream, int packet) {
   struct call c = {.send = send, .recv = recv, .sb = send_bytes, .rb = recv_bytes, .dtype = dtype, .packet = packet,
-                   .esize = algo_dtype_size(dtype), .stream = stream};
+                   .esize = elem_dtype_size(dtype), .stream = stream};
   if (!c.esize) return MPP_ERR(mscclppInvalidArgument, "executor: unknown datatype %d", dtype);
   if (packet != EXEC_GPU_LL16 && packet != EXEC_GPU_LL8)
     return MPP_ERR(mscclppInvalidArgument, "executor: packet format %d; LL16 (16) or LL8 (8)", packet);

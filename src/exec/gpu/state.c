@@ -133,7 +133,7 @@ mscclppResult_t xg_get(struct mscclppComm* comm, struct xg_state** out) {
 #endif
 
 mscclppResult_t xg_swap(struct xg_state* st, int peer, int sub, const void* mine, void* theirs, size_t size) {
-  return boot_swap(st->comm, peer, boot_tag(BOOT_TAG_EXEC, sub), mine, theirs, size);
+  return bootstrap_swap(st->comm->boot, peer, boot_tag(BOOT_TAG_EXEC, sub), mine, theirs, size);
 }
 
 mscclppResult_t xg_break(struct xg_state* st, mscclppResult_t res) {
