@@ -16,6 +16,12 @@ if(NOT _gen_rc EQUAL 0)
 endif()
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_plans_src}/gen_plans.py)
 
+# Every plan op has its case in both interpreters' dispatch switches, and none has a default
+# (check_dispatch.py; gcc's -Wswitch-enum covers the host switches, this also the device ones).
+add_test(NAME plan_dispatch COMMAND ${Python3_EXECUTABLE} ${_plans_src}/check_dispatch.py ${PROJECT_SOURCE_DIR}/src)
+add_test(NAME plan_dispatch_selftest COMMAND ${Python3_EXECUTABLE} ${_plans_src}/check_dispatch.py --self-test)
+set_tests_properties(plan_dispatch plan_dispatch_selftest PROPERTIES LABELS unit TIMEOUT 60)
+
 add_test(NAME plans_gen COMMAND ${Python3_EXECUTABLE} ${_plans_src}/gen_plans.py ${_plans_out})
 set_tests_properties(plans_gen PROPERTIES LABELS unit FIXTURES_SETUP plan_corpus)
 

@@ -63,8 +63,14 @@ int exec_wait(struct blk* k, const struct plan_op* op);
 int exec_flush(struct blk* k, const struct plan_op* op);
 int exec_barrier(struct blk* k, const struct plan_op* op);
 int exec_sem(struct blk* k, const struct plan_op* op);
-/* ops_pkt.c */
-int exec_pkt_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
-int exec_switch_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
+/* ops_pkt.c: cpkt and ppkt (data to packets), upkt (packets to data), rppkt (packets forwarded as
+ * packets), repkt, respkt, recpkt and recspkt (packet reductions); gstore and gstorepkt (a switch
+ * group's stores), glre and glres (its reductions). */
+int exec_pkt_copy(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
+int exec_pkt_unpack(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
+int exec_pkt_forward(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
+int exec_pkt_reduce(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
+int exec_switch_store(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
+int exec_switch_reduce(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n);
 
 #endif /* MPP_EXEC_CPU_BLOCK_H_ */

@@ -62,8 +62,10 @@ static int reduce(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t 
   return 0;
 }
 
+/* Every op code has its case (-Wswitch-enum), each returning; a code no case takes (a corrupted
+ * op) falls out of the switch and fails naming it. */
 int exec_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
-  switch (op->code) {
+  switch ((enum plan_op_code)op->code) {
     case PLAN_OP_NOP:
     case PLAN_OP_PIPELINE:
       return 0;
@@ -73,8 +75,9 @@ int exec_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
     case PLAN_OP_SEM_RELEASE:
       return exec_sem(k, op);
     case PLAN_OP_SIGNAL:
+      return exec_signal(k, op, 0);
     case PLAN_OP_RLXSIGNAL:
-      return exec_signal(k, op, op->code == PLAN_OP_RLXSIGNAL);
+      return exec_signal(k, op, 1);
     case PLAN_OP_WAIT:
     case PLAN_OP_RLXWAIT:
       return exec_wait(k, op);
@@ -85,20 +88,32 @@ int exec_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
     case PLAN_OP_COPY:
       return move(k, op, s, n);
     case PLAN_OP_PWS:
+      return move(k, op, s, n) ? -1 : exec_signal(k, op, 0);
     case PLAN_OP_PWSF:
-      if (move(k, op, s, n) || (op->code == PLAN_OP_PWSF && exec_flush(k, op))) return -1;
-      return exec_signal(k, op, 0);
+      return move(k, op, s, n) || exec_flush(k, op) ? -1 : exec_signal(k, op, 0);
     case PLAN_OP_RE:
     case PLAN_OP_RES:
     case PLAN_OP_RRE:
     case PLAN_OP_RRES:
       return reduce(k, op, s, n);
-    case PLAN_OP_GLRE:
-    case PLAN_OP_GLRES:
+    case PLAN_OP_CPKT:
+    case PLAN_OP_PPKT:
+      return exec_pkt_copy(k, op, s, n);
+    case PLAN_OP_UPKT:
+      return exec_pkt_unpack(k, op, s, n);
+    case PLAN_OP_RPPKT:
+      return exec_pkt_forward(k, op, s, n);
+    case PLAN_OP_REPKT:
+    case PLAN_OP_RESPKT:
+    case PLAN_OP_RECPKT:
+    case PLAN_OP_RECSPKT:
+      return exec_pkt_reduce(k, op, s, n);
     case PLAN_OP_GSTORE:
     case PLAN_OP_GSTOREPKT:
-      return exec_switch_op(k, op, s, n);
-    default:
-      return exec_pkt_op(k, op, s, n);
+      return exec_switch_store(k, op, s, n);
+    case PLAN_OP_GLRE:
+    case PLAN_OP_GLRES:
+      return exec_switch_reduce(k, op, s, n);
   }
+  return blk_fail(k, mscclppInternalError, "op code %u is not a plan op this executor knows", (unsigned)op->code);
 }

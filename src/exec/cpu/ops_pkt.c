@@ -65,38 +65,40 @@ static int reduce_pkts_tile(struct blk* k, const struct plan_op* op, uint64_t s,
   return 0;
 }
 
-int exec_pkt_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+int exec_pkt_copy(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
   const struct plan_ref* r = &k->bl->refs[op->first_ref];
-  switch (op->code) {
-    case PLAN_OP_CPKT:
-    case PLAN_OP_PPKT: {
-      const char* src = blk_here(k, &r[0], s, 0);
-      if (!src) return -1;
-      for (uint16_t d = 0; d < op->ndst; d++)
-        if (put_pkts_ref(k, &r[1 + d], s, src, n)) return -1;
-      return 0;
-    }
-    case PLAN_OP_UPKT: {
-      char *dst = blk_here(k, &r[1], s, 0), *pk = blk_here(k, &r[0], s, 1);
-      return dst && pk ? exec_get_pkts(k, dst, pk, n, -1) : -1;
-    }
-    case PLAN_OP_RPPKT:
-      for (uint64_t t = 0; t < n; t += EXEC_TILE) {
-        uint64_t m = n - t < EXEC_TILE ? n - t : EXEC_TILE;
-        const char* pk = blk_here(k, &r[0], s + t, 1);
-        if (!pk || exec_get_pkts(k, k->temp, pk, m, -1)) return -1;
-        for (uint16_t d = 0; d < op->ndst; d++)
-          if (put_pkts_ref(k, &r[1 + d], s + t, k->temp, m)) return -1;
-      }
-      return 0;
-    default: /* repkt, respkt, recpkt, recspkt */
-      if (n % k->c->esize)
-        return blk_fail(k, mscclppInvalidUsage, "reduces %llu bytes, not a whole number of %zu-byte elements",
-                        (unsigned long long)n, k->c->esize);
-      for (uint64_t t = 0; t < n; t += EXEC_TILE)
-        if (reduce_pkts_tile(k, op, s + t, n - t < EXEC_TILE ? n - t : EXEC_TILE)) return -1;
-      return 0;
+  const char* src = blk_here(k, &r[0], s, 0);
+  if (!src) return -1;
+  for (uint16_t d = 0; d < op->ndst; d++)
+    if (put_pkts_ref(k, &r[1 + d], s, src, n)) return -1;
+  return 0;
+}
+
+int exec_pkt_unpack(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+  const struct plan_ref* r = &k->bl->refs[op->first_ref];
+  char *dst = blk_here(k, &r[1], s, 0), *pk = blk_here(k, &r[0], s, 1);
+  return dst && pk ? exec_get_pkts(k, dst, pk, n, -1) : -1;
+}
+
+int exec_pkt_forward(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+  const struct plan_ref* r = &k->bl->refs[op->first_ref];
+  for (uint64_t t = 0; t < n; t += EXEC_TILE) {
+    uint64_t m = n - t < EXEC_TILE ? n - t : EXEC_TILE;
+    const char* pk = blk_here(k, &r[0], s + t, 1);
+    if (!pk || exec_get_pkts(k, k->temp, pk, m, -1)) return -1;
+    for (uint16_t d = 0; d < op->ndst; d++)
+      if (put_pkts_ref(k, &r[1 + d], s + t, k->temp, m)) return -1;
   }
+  return 0;
+}
+
+int exec_pkt_reduce(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+  if (n % k->c->esize)
+    return blk_fail(k, mscclppInvalidUsage, "reduces %llu bytes, not a whole number of %zu-byte elements",
+                    (unsigned long long)n, k->c->esize);
+  for (uint64_t t = 0; t < n; t += EXEC_TILE)
+    if (reduce_pkts_tile(k, op, s + t, n - t < EXEC_TILE ? n - t : EXEC_TILE)) return -1;
+  return 0;
 }
 
 /* Offset (data-equivalent, pkt: of packets) of the switch ref's range + s in a member's buffer. */
@@ -150,8 +152,9 @@ static int switch_reduce_tile(struct blk* k, const struct plan_op* op, uint64_t 
   return 0;
 }
 
-int exec_switch_op(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
-  if (op->code == PLAN_OP_GSTORE || op->code == PLAN_OP_GSTOREPKT) return switch_store(k, op, s, n);
+int exec_switch_store(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) { return switch_store(k, op, s, n); }
+
+int exec_switch_reduce(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
   if (n % k->c->esize)
     return blk_fail(k, mscclppInvalidUsage, "reduces %llu bytes, not a whole number of %zu-byte elements",
                     (unsigned long long)n, k->c->esize);

@@ -115,7 +115,8 @@ struct xg_words {
 /* Why a block stopped (xg_err.what). */
 enum xg_fail {
   XG_FAIL_TIMEOUT = MSCCLPP_DEVICE_TIMEOUT, /* a bounded wait hit its bound (device-error record says which) */
-  XG_FAIL_ABORTED = MSCCLPP_DEVICE_ABORTED  /* another wait of this rank failed first */
+  XG_FAIL_ABORTED = MSCCLPP_DEVICE_ABORTED, /* another wait of this rank failed first */
+  XG_FAIL_BAD_OP = 3                        /* an op code the kernel's switch has no case for */
 };
 
 /* The first failure of a call (host-mapped; flag = 1 once the fields are complete). */
@@ -166,9 +167,10 @@ struct xg_params {
 };
 
 /* Whether an op may run in the lean kernel (launch.h): copies, puts and gets through memory, the
- * packet ops, and pipelines of those. */
+ * packet ops, and pipelines of those. Every op code is listed (-Wswitch-enum); an unknown code is
+ * not lean, and the full kernel then stops at it (xk_bad_op). */
 MSCCLPP_HOST_DEVICE_INLINE int xg_op_lean(const struct plan_op* op) {
-  switch (op->code) {
+  switch ((enum plan_op_code)op->code) {
     case PLAN_OP_NOP:
     case PLAN_OP_PIPELINE:
     case PLAN_OP_GET:
@@ -182,8 +184,26 @@ MSCCLPP_HOST_DEVICE_INLINE int xg_op_lean(const struct plan_op* op) {
     case PLAN_OP_RECPKT:
     case PLAN_OP_RECSPKT: return 1;
     case PLAN_OP_PUT: return op->chan_type != PLAN_CH_PORT;
-    default: return 0;
+    case PLAN_OP_BARRIER:
+    case PLAN_OP_SEM_ACQUIRE:
+    case PLAN_OP_SEM_RELEASE:
+    case PLAN_OP_SIGNAL:
+    case PLAN_OP_RLXSIGNAL:
+    case PLAN_OP_WAIT:
+    case PLAN_OP_RLXWAIT:
+    case PLAN_OP_FLUSH:
+    case PLAN_OP_PWS:
+    case PLAN_OP_PWSF:
+    case PLAN_OP_RE:
+    case PLAN_OP_RES:
+    case PLAN_OP_RRE:
+    case PLAN_OP_RRES:
+    case PLAN_OP_GLRE:
+    case PLAN_OP_GLRES:
+    case PLAN_OP_GSTORE:
+    case PLAN_OP_GSTOREPKT: return 0;
   }
+  return 0;
 }
 
 /* ---- the size rule of src/plan/sizes.c, for the kernel (must stay equal to it) --------------- */

@@ -35,20 +35,30 @@ __device__ void xk_get_pkts(const xk& k, const char* pkts, char* dst, char* cons
   }
 }
 
-/* The packet ops (every code not handled elsewhere); p as for xk_move. */
-__device__ void xk_pkt(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
+/* cpkt / ppkt: the source as packets to every destination; p as for xk_move. */
+__device__ void xk_pkt_copy(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
   if (!p) p = xk_ptrs(k, op, s);
-  switch (op.code) {
-    case PLAN_OP_CPKT:
-    case PLAN_OP_PPKT: xk_put_pkts(k, p[0], p + 1, op.ndst, n); return;
-    case PLAN_OP_UPKT: xk_get_pkts(k, p[0], p[1], NULL, 0, n); return;
-    case PLAN_OP_RPPKT: xk_get_pkts(k, p[0], NULL, p + 1, op.ndst, n); return;
-    default: { /* repkt, respkt, recpkt, recspkt */
-      uint32_t U = k.pkt == 8 && k.P->esize < 8 ? 4u : 8u;
-      xr_reduce_pkts(k, op.redop, p[0], p + 1, op.nsrc - 1, p[op.nsrc], p + op.nsrc + 1, op.ndst - 1, n, U);
-      return;
-    }
-  }
+  xk_put_pkts(k, p[0], p + 1, op.ndst, n);
+}
+
+/* upkt: packets to data. */
+__device__ void xk_pkt_unpack(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
+  if (!p) p = xk_ptrs(k, op, s);
+  xk_get_pkts(k, p[0], p[1], NULL, 0, n);
+}
+
+/* rppkt: packets forwarded as packets. */
+__device__ void xk_pkt_forward(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
+  if (!p) p = xk_ptrs(k, op, s);
+  xk_get_pkts(k, p[0], NULL, p + 1, op.ndst, n);
+}
+
+/* repkt, respkt, recpkt, recspkt: the first source is data, the others packets; the result goes
+ * to the first destination as data and to the others as packets. */
+__device__ void xk_pkt_reduce(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
+  if (!p) p = xk_ptrs(k, op, s);
+  uint32_t U = k.pkt == 8 && k.P->esize < 8 ? 4u : 8u;
+  xr_reduce_pkts(k, op.redop, p[0], p + 1, op.nsrc - 1, p[op.nsrc], p + op.nsrc + 1, op.ndst - 1, n, U);
 }
 
 /* Pointers of a switch op: each switch reference expands to its group's members (in group
@@ -69,20 +79,21 @@ __device__ void xk_sw_ptrs(const xk& k, const plan_op& op, uint64_t s, int pkt_d
   __syncthreads();
 }
 
-/* glre / glres / gstore / gstorepkt. */
-__device__ void xk_switch(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+/* What a switch op does with its group's members. */
+enum xk_sw_mode { XK_SW_REDUCE, XK_SW_STORE, XK_SW_STORE_PKT };
+
+/* glre / glres (XK_SW_REDUCE), gstore (XK_SW_STORE), gstorepkt (XK_SW_STORE_PKT). */
+__device__ void xk_switch(const xk& k, const plan_op& op, uint64_t s, uint64_t n, enum xk_sw_mode mode) {
   int ns = 0, nd = 0;
-  xk_sw_ptrs(k, op, s, op.code == PLAN_OP_GSTOREPKT, &ns, &nd);
+  xk_sw_ptrs(k, op, s, mode == XK_SW_STORE_PKT, &ns, &nd);
   char* const* p = k.ptrs;
-  if (op.code == PLAN_OP_GSTOREPKT) {
-    xk_put_pkts(k, p[0], p + ns, nd, n);
-    return;
+  switch (mode) {
+    case XK_SW_STORE_PKT: xk_put_pkts(k, p[0], p + ns, nd, n); return;
+    case XK_SW_STORE:
+      for (int d = 0; d < nd; d++) xk_copy(p[ns + d], p[0], n);
+      return;
+    case XK_SW_REDUCE: xr_reduce_rows(k.P->dtype, op.redop, p, ns, p + ns, nd, n, xk_al16(p, ns + nd, n)); return;
   }
-  if (op.code == PLAN_OP_GSTORE) {
-    for (int d = 0; d < nd; d++) xk_copy(p[ns + d], p[0], n);
-    return;
-  }
-  xr_reduce_rows(k.P->dtype, op.redop, p, ns, p + ns, nd, n, xk_al16(p, ns + nd, n));
 }
 
 #endif /* MPP_EXEC_GPU_K_PKT_CUH_ */

@@ -17,19 +17,52 @@
 #include "exec/gpu/k_pkt.cuh"
 #include "exec/gpu/launch.h"
 
-/* One op of a lean plan (xg_op_lean: copies, memory puts and gets, packet ops). */
+/* An op code the switches below have no case for (a corrupted op): the block stops, and the host
+ * reports the op and its code (xg_check). */
+__device__ __noinline__ void xk_bad_op(const xk& k) { xk_fail(k, XG_FAIL_BAD_OP, -1); }
+
+/* One op of a lean plan (xg_op_lean: copies, memory puts and gets, packet ops). Every op code is
+ * listed; those a lean plan never holds stop the block, as an unknown code does. */
 __device__ __forceinline__ void xk_op_lean(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
-  switch (op.code) {
-    case PLAN_OP_NOP: return;
+  switch ((enum plan_op_code)op.code) {
+    case PLAN_OP_NOP:
+    case PLAN_OP_PIPELINE: return;
     case PLAN_OP_PUT:
     case PLAN_OP_GET:
     case PLAN_OP_COPY: xk_move(k, op, s, n, p); return;
-    default: xk_pkt(k, op, s, n, p); return;
+    case PLAN_OP_CPKT:
+    case PLAN_OP_PPKT: xk_pkt_copy(k, op, s, n, p); return;
+    case PLAN_OP_UPKT: xk_pkt_unpack(k, op, s, n, p); return;
+    case PLAN_OP_RPPKT: xk_pkt_forward(k, op, s, n, p); return;
+    case PLAN_OP_REPKT:
+    case PLAN_OP_RESPKT:
+    case PLAN_OP_RECPKT:
+    case PLAN_OP_RECSPKT: xk_pkt_reduce(k, op, s, n, p); return;
+    case PLAN_OP_BARRIER:
+    case PLAN_OP_SEM_ACQUIRE:
+    case PLAN_OP_SEM_RELEASE:
+    case PLAN_OP_SIGNAL:
+    case PLAN_OP_RLXSIGNAL:
+    case PLAN_OP_WAIT:
+    case PLAN_OP_RLXWAIT:
+    case PLAN_OP_FLUSH:
+    case PLAN_OP_PWS:
+    case PLAN_OP_PWSF:
+    case PLAN_OP_RE:
+    case PLAN_OP_RES:
+    case PLAN_OP_RRE:
+    case PLAN_OP_RRES:
+    case PLAN_OP_GLRE:
+    case PLAN_OP_GLRES:
+    case PLAN_OP_GSTORE:
+    case PLAN_OP_GSTOREPKT: break; /* never in a lean plan (xg_op_lean) */
   }
+  xk_bad_op(k);
 }
 
 /* One op over its window [s, s + n); LEAN: the plan is lean (the kernel then has none of the other
- * ops' code in its op loop: fewer registers spilled there, a shorter path). */
+ * ops' code in its op loop: fewer registers spilled there, a shorter path). Every op code has its
+ * case; a code none takes stops the block (xk_bad_op). */
 template <bool LEAN>
 __device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
   if (LEAN) {
@@ -37,7 +70,7 @@ __device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s
     return;
   }
   int port = op.chan_type == PLAN_CH_PORT;
-  switch (op.code) {
+  switch ((enum plan_op_code)op.code) {
     case PLAN_OP_NOP: /* the __syncthreads after every op is the block-wide barrier */
     case PLAN_OP_PIPELINE: return;
     case PLAN_OP_BARRIER: xk_barrier(k, op); return;
@@ -63,12 +96,20 @@ __device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s
     case PLAN_OP_RES:
     case PLAN_OP_RRE:
     case PLAN_OP_RRES: xk_reduce(k, op, s, n); return;
+    case PLAN_OP_CPKT:
+    case PLAN_OP_PPKT: xk_pkt_copy(k, op, s, n, p); return;
+    case PLAN_OP_UPKT: xk_pkt_unpack(k, op, s, n, p); return;
+    case PLAN_OP_RPPKT: xk_pkt_forward(k, op, s, n, p); return;
+    case PLAN_OP_REPKT:
+    case PLAN_OP_RESPKT:
+    case PLAN_OP_RECPKT:
+    case PLAN_OP_RECSPKT: xk_pkt_reduce(k, op, s, n, p); return;
     case PLAN_OP_GLRE:
-    case PLAN_OP_GLRES:
-    case PLAN_OP_GSTORE:
-    case PLAN_OP_GSTOREPKT: xk_switch(k, op, s, n); return;
-    default: xk_pkt(k, op, s, n, p); return;
+    case PLAN_OP_GLRES: xk_switch(k, op, s, n, XK_SW_REDUCE); return;
+    case PLAN_OP_GSTORE: xk_switch(k, op, s, n, XK_SW_STORE); return;
+    case PLAN_OP_GSTOREPKT: xk_switch(k, op, s, n, XK_SW_STORE_PKT); return;
   }
+  xk_bad_op(k);
 }
 
 /* Runs op (index `index` in the block) at pipeline iteration it of unit u (0: no pipeline), then

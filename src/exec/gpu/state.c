@@ -160,6 +160,11 @@ mscclppResult_t xg_check(struct xg_state* st) {
     const char* file = "plan";
     for (int i = 0; i < st->nimages; i++)
       if (st->images[i] && st->images[i]->plan_id == e.plan_id) file = st->images[i]->file;
+    if (e.what == XG_FAIL_BAD_OP)
+      return MPP_ERR(mscclppInternalError,
+                     "%s: rank %d block %d op %d has op code %u (%s), which the GPU executor's kernel has no case for; "
+                     "the communicator's executor cannot run plans any more",
+                     file, st->rank, e.block, e.op, (unsigned)e.code, plan_op_name(e.code));
     char dev[320];
     device_record(st, dev, sizeof(dev));
     return MPP_ERR(e.what == XG_FAIL_TIMEOUT ? mscclppTimeout : mscclppRemoteError,
