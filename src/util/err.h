@@ -21,8 +21,12 @@ void err_clear(void);
 /* This thread's last error message (never NULL). */
 const char* err_last(void);
 
-#define MPP_ERR(res, ...) err_set((res), __FILE__, __LINE__, __VA_ARGS__)
-#define MPP_ERRNO(res, errnum, ...) err_set_errno((res), (errnum), __FILE__, __LINE__, __VA_ARGS__)
+/* Both evaluate to res itself (after recording the message), not to err_set's return value, so that
+ * the compiler sees which code a failing path returns: a caller's `if (f(&x) != mscclppSuccess)
+ * return` then proves x set on the other path (gcc's -Wmaybe-uninitialized at -O2 and -O3). res must
+ * have no side effects (it is evaluated twice). */
+#define MPP_ERR(res, ...) (err_set((res), __FILE__, __LINE__, __VA_ARGS__), (mscclppResult_t)(res))
+#define MPP_ERRNO(res, errnum, ...) (err_set_errno((res), (errnum), __FILE__, __LINE__, __VA_ARGS__), (mscclppResult_t)(res))
 
 /* Return on failure, keeping the callee's message. */
 #define MPP_CHECK(call)                           \

@@ -19,7 +19,7 @@ static void capture(const char* msg) {
 static void* other_thread(void* arg) {
   (void)arg;
   CHECK(mscclppGetLastError()[0] == '\0'); /* last error is per thread */
-  MPP_ERR(mscclppTimeout, "thread error");
+  (void)MPP_ERR(mscclppTimeout, "thread error");
   CHECK(strstr(mscclppGetLastError(), "thread error") != NULL);
   return NULL;
 }
@@ -64,7 +64,7 @@ static void test_log(void) {
   log_msg(LOG_TRACE, LOG_SUB_NET, "too detailed"); /* level is info */
   log_msg(LOG_INFO, LOG_SUB_BOOTSTRAP, "excluded subsystem");
   CHECK(lines == 1);
-  MPP_ERR(mscclppInvalidUsage, "visible warning");
+  (void)MPP_ERR(mscclppInvalidUsage, "visible warning");
   CHECK(lines == 2 && strstr(last_line, "WARN") && strstr(last_line, "visible warning"));
   CHECK_OK(mscclppSetLogHandler(NULL));
 }

@@ -63,7 +63,7 @@ mscclppResult_t exec_remote_open(struct exec_cpu* st) {
 /* The connection to owner, locked; NULL (error set) when owner is mapped here. */
 static struct mscclppConnection* take(struct exec_cpu* st, int owner) {
   if (!st->rem || owner < 0 || owner >= st->nranks || !st->rem->conn[owner]) {
-    MPP_ERR(mscclppInvalidUsage, "executor: rank %d has no connection to rank %d", st->rank, owner);
+    (void)MPP_ERR(mscclppInvalidUsage, "executor: rank %d has no connection to rank %d", st->rank, owner);
     return NULL;
   }
   pthread_mutex_lock(&st->rem->lock[owner]);

@@ -10,6 +10,7 @@
 #define K_S (1u << PLAN_REF_SWITCH)
 
 struct rule {
+  uint8_t known;     /* 1: the op has its rule here (a new op without one is refused at load) */
   uint8_t ch;        /* 0: no channels, 1: memory or port, 2: switch, 3: semaphore ids */
   uint8_t smin, smax;   /* source count range (255 = any) */
   uint8_t s0, sn;       /* kinds allowed for src[0] and src[1..] */
@@ -19,38 +20,44 @@ struct rule {
   uint8_t need_remote_src;
 };
 
+/* A rule with every field, in struct order after `known`, or with channels only (no buffers). */
+#define RULE(ch_, smin_, smax_, s0_, sn_, dmin_, dmax_, d0_, dn_, pkt_src_, pkt_dst_, remote_)                      \
+  {.known = 1, .ch = (ch_), .smin = (smin_), .smax = (smax_), .s0 = (s0_), .sn = (sn_), .dmin = (dmin_), .dmax = (dmax_), \
+   .d0 = (d0_), .dn = (dn_), .pkt_src = (pkt_src_), .pkt_dst = (pkt_dst_), .need_remote_src = (remote_)}
+#define CHANNELS_ONLY(ch_) {.known = 1, .ch = (ch_)}
+
 static const struct rule rules[PLAN_OP_COUNT] = {
-    [PLAN_OP_NOP] = {0},
-    [PLAN_OP_BARRIER] = {0},
-    [PLAN_OP_PUT] = {1, 1, 255, K_L, K_L, 1, 255, K_R, K_R, 0, 0, 0},
-    [PLAN_OP_PWS] = {1, 1, 255, K_L, K_L, 1, 255, K_R, K_R, 0, 0, 0},
-    [PLAN_OP_PWSF] = {1, 1, 255, K_L, K_L, 1, 255, K_R, K_R, 0, 0, 0},
-    [PLAN_OP_GET] = {1, 1, 255, K_R, K_R, 1, 255, K_L, K_L, 0, 0, 0},
-    [PLAN_OP_COPY] = {0, 1, 1, K_L, 0, 1, 1, K_L, 0, 0, 0, 0},
-    [PLAN_OP_SIGNAL] = {1},
-    [PLAN_OP_WAIT] = {1},
-    [PLAN_OP_RLXSIGNAL] = {1},
-    [PLAN_OP_RLXWAIT] = {1},
-    [PLAN_OP_FLUSH] = {1},
-    [PLAN_OP_RE] = {0, 1, 255, K_L, K_L, 1, 1, K_L, 0, 0, 0, 0},
-    [PLAN_OP_RES] = {1, 1, 255, K_L, K_L, 2, 255, K_L, K_R, 0, 0, 0},
-    [PLAN_OP_RRE] = {1, 1, 255, K_L | K_R, K_L | K_R, 1, 1, K_L, 0, 0, 0, 1},
-    [PLAN_OP_RRES] = {1, 1, 255, K_L | K_R, K_L | K_R, 2, 255, K_L, K_R, 0, 0, 1},
-    [PLAN_OP_PPKT] = {1, 1, 1, K_L, 0, 1, 255, K_R, K_R, 0, 3, 0},
-    [PLAN_OP_RPPKT] = {1, 1, 1, K_L, 0, 1, 255, K_R, K_R, 1, 3, 0},
-    [PLAN_OP_CPKT] = {0, 1, 1, K_L, 0, 1, 255, K_L, K_L, 0, 3, 0},
-    [PLAN_OP_UPKT] = {0, 1, 1, K_L, 0, 1, 1, K_L, 0, 1, 0, 0},
-    [PLAN_OP_REPKT] = {0, 2, 255, K_L, K_L, 1, 1, K_L, 0, 2, 0, 0},
-    [PLAN_OP_RESPKT] = {1, 2, 255, K_L, K_L, 2, 255, K_L, K_R, 2, 2, 0},
-    [PLAN_OP_RECPKT] = {0, 2, 255, K_L, K_L, 2, 255, K_L, K_L, 2, 2, 0},
-    [PLAN_OP_RECSPKT] = {1, 2, 255, K_L, K_L, 2, 255, K_L, K_L | K_R, 2, 2, 0},
-    [PLAN_OP_GLRE] = {2, 1, 1, K_S, 0, 1, 1, K_L, 0, 0, 0, 0},
-    [PLAN_OP_GLRES] = {2, 1, 1, K_S, 0, 1, 255, K_S, K_S, 0, 0, 0},
-    [PLAN_OP_GSTORE] = {2, 1, 1, K_L, 0, 1, 255, K_S, K_S, 0, 0, 0},
-    [PLAN_OP_GSTOREPKT] = {2, 1, 1, K_L, 0, 1, 255, K_S, K_S, 0, 3, 0},
-    [PLAN_OP_PIPELINE] = {0},
-    [PLAN_OP_SEM_ACQUIRE] = {3},
-    [PLAN_OP_SEM_RELEASE] = {3},
+    [PLAN_OP_NOP] = CHANNELS_ONLY(0),
+    [PLAN_OP_BARRIER] = CHANNELS_ONLY(0),
+    [PLAN_OP_PUT] = RULE(1, 1, 255, K_L, K_L, 1, 255, K_R, K_R, 0, 0, 0),
+    [PLAN_OP_PWS] = RULE(1, 1, 255, K_L, K_L, 1, 255, K_R, K_R, 0, 0, 0),
+    [PLAN_OP_PWSF] = RULE(1, 1, 255, K_L, K_L, 1, 255, K_R, K_R, 0, 0, 0),
+    [PLAN_OP_GET] = RULE(1, 1, 255, K_R, K_R, 1, 255, K_L, K_L, 0, 0, 0),
+    [PLAN_OP_COPY] = RULE(0, 1, 1, K_L, 0, 1, 1, K_L, 0, 0, 0, 0),
+    [PLAN_OP_SIGNAL] = CHANNELS_ONLY(1),
+    [PLAN_OP_WAIT] = CHANNELS_ONLY(1),
+    [PLAN_OP_RLXSIGNAL] = CHANNELS_ONLY(1),
+    [PLAN_OP_RLXWAIT] = CHANNELS_ONLY(1),
+    [PLAN_OP_FLUSH] = CHANNELS_ONLY(1),
+    [PLAN_OP_RE] = RULE(0, 1, 255, K_L, K_L, 1, 1, K_L, 0, 0, 0, 0),
+    [PLAN_OP_RES] = RULE(1, 1, 255, K_L, K_L, 2, 255, K_L, K_R, 0, 0, 0),
+    [PLAN_OP_RRE] = RULE(1, 1, 255, K_L | K_R, K_L | K_R, 1, 1, K_L, 0, 0, 0, 1),
+    [PLAN_OP_RRES] = RULE(1, 1, 255, K_L | K_R, K_L | K_R, 2, 255, K_L, K_R, 0, 0, 1),
+    [PLAN_OP_PPKT] = RULE(1, 1, 1, K_L, 0, 1, 255, K_R, K_R, 0, 3, 0),
+    [PLAN_OP_RPPKT] = RULE(1, 1, 1, K_L, 0, 1, 255, K_R, K_R, 1, 3, 0),
+    [PLAN_OP_CPKT] = RULE(0, 1, 1, K_L, 0, 1, 255, K_L, K_L, 0, 3, 0),
+    [PLAN_OP_UPKT] = RULE(0, 1, 1, K_L, 0, 1, 1, K_L, 0, 1, 0, 0),
+    [PLAN_OP_REPKT] = RULE(0, 2, 255, K_L, K_L, 1, 1, K_L, 0, 2, 0, 0),
+    [PLAN_OP_RESPKT] = RULE(1, 2, 255, K_L, K_L, 2, 255, K_L, K_R, 2, 2, 0),
+    [PLAN_OP_RECPKT] = RULE(0, 2, 255, K_L, K_L, 2, 255, K_L, K_L, 2, 2, 0),
+    [PLAN_OP_RECSPKT] = RULE(1, 2, 255, K_L, K_L, 2, 255, K_L, K_L | K_R, 2, 2, 0),
+    [PLAN_OP_GLRE] = RULE(2, 1, 1, K_S, 0, 1, 1, K_L, 0, 0, 0, 0),
+    [PLAN_OP_GLRES] = RULE(2, 1, 1, K_S, 0, 1, 255, K_S, K_S, 0, 0, 0),
+    [PLAN_OP_GSTORE] = RULE(2, 1, 1, K_L, 0, 1, 255, K_S, K_S, 0, 0, 0),
+    [PLAN_OP_GSTOREPKT] = RULE(2, 1, 1, K_L, 0, 1, 255, K_S, K_S, 0, 3, 0),
+    [PLAN_OP_PIPELINE] = CHANNELS_ONLY(0),
+    [PLAN_OP_SEM_ACQUIRE] = CHANNELS_ONLY(3),
+    [PLAN_OP_SEM_RELEASE] = CHANNELS_ONLY(3),
 };
 
 static const char* const kind_names[] = {"a local buffer (type)", "a remote buffer (buffer_id)",
@@ -85,6 +92,7 @@ static mscclppResult_t check_refs(struct pj_where* w, const struct lw_block* b, 
 mscclppResult_t lw_shape(struct pj_where* w, const struct mscclppPlan* p, const struct lw_block* b,
                          const struct plan_op* op) {
   const struct rule* r = &rules[op->code];
+  if (!r->known) return pj_fail(w, "name", "op %s has no shape rule in this library", plan_op_name(op->code));
   int ct = op->chan_type;
   if (r->ch == 1 && (ct != PLAN_CH_MEMORY && ct != PLAN_CH_PORT))
     return pj_fail(w, "channel_type", "%s needs memory or port channels", plan_op_name(op->code));

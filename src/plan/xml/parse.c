@@ -36,9 +36,9 @@ static void fail(struct pctx* c, const char* el, const char* attr, const char* f
   va_end(ap);
   unsigned long line = (unsigned long)XML_GetCurrentLineNumber(c->p);
   if (attr)
-    MPP_ERR(mscclppInvalidArgument, "%s:%lu: <%s> attribute '%s': %s", c->path, line, el, attr, msg);
+    (void)MPP_ERR(mscclppInvalidArgument, "%s:%lu: <%s> attribute '%s': %s", c->path, line, el, attr, msg);
   else
-    MPP_ERR(mscclppInvalidArgument, "%s:%lu: <%s>: %s", c->path, line, el, msg);
+    (void)MPP_ERR(mscclppInvalidArgument, "%s:%lu: <%s>: %s", c->path, line, el, msg);
   c->failed = 1;
   XML_StopParser(c->p, XML_FALSE);
 }
