@@ -45,15 +45,16 @@ mscclppResult_t cu_error(CUresult r, const char* what, const char* file, int lin
 /* Records a cudaError_t failure of `what`, likewise. */
 mscclppResult_t cuda_error(cudaError_t r, const char* what, const char* file, int line);
 
-#define CU_CHECK(call)                                                        \
-  do {                                                                        \
-    CUresult cu_r_ = (call);                                                  \
-    if (cu_r_ != CUDA_SUCCESS) return cu_error(cu_r_, #call, __FILE__, __LINE__); \
+/* Return UnhandledCudaError (a code the compiler sees, as MPP_ERR does) when call fails. */
+#define CU_CHECK(call)                                                                                  \
+  do {                                                                                                  \
+    CUresult cu_r_ = (call);                                                                            \
+    if (cu_r_ != CUDA_SUCCESS) return (cu_error(cu_r_, #call, __FILE__, __LINE__), mscclppUnhandledCudaError); \
   } while (0)
-#define CUDA_CHECK(call)                                                            \
-  do {                                                                              \
-    cudaError_t cuda_r_ = (call);                                                   \
-    if (cuda_r_ != cudaSuccess) return cuda_error(cuda_r_, #call, __FILE__, __LINE__); \
+#define CUDA_CHECK(call)                                                                                        \
+  do {                                                                                                          \
+    cudaError_t cuda_r_ = (call);                                                                               \
+    if (cuda_r_ != cudaSuccess) return (cuda_error(cuda_r_, #call, __FILE__, __LINE__), mscclppUnhandledCudaError); \
   } while (0)
 #endif /* MSCCLPP_HAVE_CUDA */
 
