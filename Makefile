@@ -6,7 +6,10 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_JOBS ?= 2
 
-.PHONY: all deps build test test-asan demo gpu-bundle gpu-check clean
+RELEASE_BUILD ?= build-release
+CLANG_BUILD ?= build-clang
+
+.PHONY: all deps build test test-asan check-builds demo gpu-bundle gpu-check clean
 
 all: build
 
@@ -27,6 +30,16 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(CTEST_JOBS) -L 'unit|mp|fuzz'
 
+# The builds that must stay clean under -Werror besides the two above (CI builds them): gcc Release
+# (GPU code included where nvcc is found) and clang (CPU-only; RelWithDebInfo).
+check-builds:
+	@scripts/install-deps.sh clang
+	cmake -S . -B $(RELEASE_BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(RELEASE_BUILD) -j $(JOBS)
+	cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMSCCLPP_USE_CUDA=OFF \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ $(CMAKE_FLAGS)
+	cmake --build $(CLANG_BUILD) -j $(JOBS)
+
 # The main job (examples/collectives_demo.c): 4 ranks (GPU ranks where GPUs are present, CPU ranks
 # otherwise) run allreduce, allgather and reducescatter of floats at 4 KiB, 1 MiB and 16 MiB, check
 # every element and print a table of times.
@@ -43,4 +56,4 @@ gpu-check:
 	scripts/gpu-check.sh $(if $(wildcard .gpu/build),.gpu/build,$(BUILD))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD) $(CLANG_BUILD)

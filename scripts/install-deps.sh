@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs what building and testing need, from Debian packages only. Idempotent: does nothing
-# when everything is present. The CUDA toolkit is optional (detected by CMake), never installed.
+# Installs what building and testing need, from Debian packages only, plus any packages named as
+# arguments (make check-builds: clang). Idempotent: does nothing when everything is present. The
+# CUDA toolkit is optional (detected by CMake), never installed.
+#   scripts/install-deps.sh [PACKAGE...]
 set -euo pipefail
 
-packages=(cmake make gcc g++ pkg-config libjansson-dev libexpat1-dev)
+packages=(cmake make gcc g++ pkg-config libjansson-dev libexpat1-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
