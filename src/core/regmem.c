@@ -119,13 +119,14 @@ mscclppResult_t mscclppRegMemSerialize(mscclppRegMem_t mem, void* blob, size_t* 
   if (!mem->t.local)
     return MPP_ERR(mscclppInvalidUsage, "mscclppRegMemSerialize: the memory is rank %d's import; only the owner serializes it",
                    mem->t.d.owner);
-  if (*blobSize < REGBLOB_BYTES) {
+  size_t need = regblob_bytes();
+  if (*blobSize < need) {
     size_t given = *blobSize;
-    *blobSize = REGBLOB_BYTES;
-    return MPP_ERR(mscclppInvalidArgument, "mscclppRegMemSerialize: blob capacity %zu < %d bytes", given, REGBLOB_BYTES);
+    *blobSize = need;
+    return MPP_ERR(mscclppInvalidArgument, "mscclppRegMemSerialize: blob capacity %zu < %zu bytes", given, need);
   }
   regblob_encode(&mem->t.d, blob);
-  *blobSize = REGBLOB_BYTES;
+  *blobSize = need;
   return mscclppSuccess;
 }
 

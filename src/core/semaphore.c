@@ -69,7 +69,7 @@ static mscclppResult_t import_token(struct mscclppConnection* conn, struct msccl
   if (memcmp(blob, zero, sizeof(zero)) == 0)
     return MPP_ERR(mscclppRemoteError, "host semaphore with rank %d (tag %d): the peer failed to create its side (see its log)",
                    conn->t.peer, conn->t.tag);
-  MPP_CHECK(regmem_import(conn->comm, blob, REGBLOB_BYTES, import_mask(conn), &s->remote));
+  MPP_CHECK(regmem_import(conn->comm, blob, regblob_bytes(), import_mask(conn), &s->remote));
   return connection_check_dst(conn, s->remote, 0, sizeof(uint64_t));
 }
 
@@ -79,7 +79,7 @@ static mscclppResult_t import_token(struct mscclppConnection* conn, struct msccl
  * so the peer cannot release its token while this side still fetches it, and a failure on either
  * side fails both. */
 static mscclppResult_t sem_handshake(struct mscclppConnection* conn, struct mscclppHostSemaphore* s) {
-  uint8_t mine[REGBLOB_BYTES] = {0}, theirs[REGBLOB_BYTES];
+  uint8_t mine[MSCCLPP_REGMEM_BLOB_BYTES] = {0}, theirs[MSCCLPP_REGMEM_BLOB_BYTES];
   mscclppResult_t res = make_token(conn, s);
   if (res == mscclppSuccess) regblob_encode(&s->local->t.d, mine);
   MPP_CHECK(swap(conn, mine, theirs, sizeof(mine)));

@@ -1,14 +1,16 @@
 /* blob.c - the serialized form of a registered buffer and its validation.
  *
- * Layout (little endian, REGBLOB_BYTES = 184 bytes):
- *   0  u32 magic "MPRM"        4 u16 version        6 u16 blob length (184)
+ * Layout (little endian; regblob_bytes() long: 184 bytes with today's rows):
+ *   0  u32 magic "MPRM"        4 u16 version        6 u16 blob length
  *   8  u64 comm id            16 i32 owner rank    20 i32 owner pid
  *  24  u64 owner host hash    32 u32 transports    36 i32 kind (enum mem_kind)
  *  40  i32 owner cuda device  44 u32 reserved (0)  48 u64 size
  *  56  u64 allocation size    64 u64 offset in the allocation
  *  72  each transport row's part, in table order (cuda-ipc 80, shm 16, tcp 8 bytes), zeros for a
  *      transport that does not offer the buffer
- * 176  u64 FNV-1a checksum of bytes [0, 176)
+ *   L  u64 FNV-1a checksum of bytes [0, L), L = 72 + the parts (176)
+ * The length follows the rows: a row added or grown changes it, and a peer built with other rows
+ * is refused by the length check.
  * A blob is only ever trusted after regblob_decode has checked every field. */
 #include <string.h>
 
@@ -19,9 +21,17 @@
 #include "util/err.h"
 
 #define OFF_PARTS 72
-#define OFF_CHECKSUM (REGBLOB_BYTES - 8)
 
-_Static_assert(REGBLOB_BYTES <= MSCCLPP_REGMEM_BLOB_BYTES, "blob must fit MSCCLPP_REGMEM_BLOB_BYTES");
+/* Where the checksum sits: after the common fields and every row's part. */
+static size_t off_checksum(void) {
+  int nrows;
+  const struct transport_ops* const* rows = transport_rows(&nrows);
+  size_t off = OFF_PARTS;
+  for (int i = 0; i < nrows; i++) off += rows[i]->part_wire_bytes;
+  return off;
+}
+
+size_t regblob_bytes(void) { return off_checksum() + 8; }
 
 mscclppResult_t regblob_check_rows(void) {
   int nrows;
@@ -33,17 +43,18 @@ mscclppResult_t regblob_check_rows(void) {
                      rows[i]->name, rows[i]->part_wire_bytes, TRANSPORT_PART_BYTES);
     bytes += rows[i]->part_wire_bytes;
   }
-  if (OFF_PARTS + bytes != OFF_CHECKSUM)
-    return MPP_ERR(mscclppInternalError, "the transports' blob parts take %zu bytes; REGBLOB_BYTES leaves %d for them", bytes,
-                   OFF_CHECKSUM - OFF_PARTS);
+  if (OFF_PARTS + bytes + 8 > MSCCLPP_REGMEM_BLOB_BYTES)
+    return MPP_ERR(mscclppInternalError, "the transports' blob parts take %zu bytes; MSCCLPP_REGMEM_BLOB_BYTES leaves %d",
+                   bytes, MSCCLPP_REGMEM_BLOB_BYTES - OFF_PARTS - 8);
   return mscclppSuccess;
 }
 
-void regblob_encode(const struct regmem_desc* d, uint8_t out[REGBLOB_BYTES]) {
-  memset(out, 0, REGBLOB_BYTES);
+void regblob_encode(const struct regmem_desc* d, uint8_t* out) {
+  size_t sum_at = off_checksum();
+  memset(out, 0, sum_at + 8);
   le_put32(out + 0, REGBLOB_MAGIC);
   le_put16(out + 4, REGBLOB_VERSION);
-  le_put16(out + 6, REGBLOB_BYTES);
+  le_put16(out + 6, (uint16_t)(sum_at + 8));
   le_put64(out + 8, d->comm_id);
   le_put32(out + 16, (uint32_t)d->owner);
   le_put32(out + 20, (uint32_t)d->pid);
@@ -59,7 +70,7 @@ void regblob_encode(const struct regmem_desc* d, uint8_t out[REGBLOB_BYTES]) {
   uint8_t* at = out + OFF_PARTS;
   for (int i = 0; i < nrows; at += rows[i]->part_wire_bytes, i++)
     if (d->transports & TRANSPORT_BIT(rows[i]->id)) rows[i]->encode_part(&d->part[rows[i]->id], at);
-  le_put64(out + OFF_CHECKSUM, fnv1a_bytes(FNV1A_INIT, out, OFF_CHECKSUM));
+  le_put64(out + sum_at, fnv1a_bytes(FNV1A_INIT, out, sum_at));
 }
 
 /* Checks the envelope: length, magic, version, checksum and communicator. */
@@ -71,10 +82,11 @@ static mscclppResult_t check_envelope(const uint8_t* b, size_t len, uint64_t com
   if (le_get16(b + 4) != REGBLOB_VERSION)
     return MPP_ERR(mscclppInvalidArgument, "registered-memory blob version %u is not supported (this library: %u)",
                    le_get16(b + 4), REGBLOB_VERSION);
-  if (le_get16(b + 6) != REGBLOB_BYTES || len < REGBLOB_BYTES)
-    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob truncated or malformed: %zu bytes given, header says %u, need %d",
-                   len, le_get16(b + 6), REGBLOB_BYTES);
-  if (le_get64(b + OFF_CHECKSUM) != fnv1a_bytes(FNV1A_INIT, b, OFF_CHECKSUM))
+  size_t sum_at = off_checksum();
+  if (le_get16(b + 6) != sum_at + 8 || len < sum_at + 8)
+    return MPP_ERR(mscclppInvalidArgument, "registered-memory blob truncated or malformed: %zu bytes given, header says %u, need %zu",
+                   len, le_get16(b + 6), sum_at + 8);
+  if (le_get64(b + sum_at) != fnv1a_bytes(FNV1A_INIT, b, sum_at))
     return MPP_ERR(mscclppInvalidArgument, "registered-memory blob checksum mismatch (corrupted in transit?)");
   if (le_get64(b + 8) != comm_id)
     return MPP_ERR(mscclppInvalidArgument,

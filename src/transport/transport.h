@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <mscclpp/connection.h>
+#include <mscclpp/memory.h>
 
 #include "bootstrap/bootstrap.h"
 #include "sys/memalloc.h"
@@ -189,14 +190,17 @@ void transport_comm_stop(struct transport_comm* tc);
 
 #define REGBLOB_MAGIC 0x4d52504du /* "MPRM" little endian */
 #define REGBLOB_VERSION 2
-#define REGBLOB_BYTES 184 /* the common fields, every row's part and the checksum */
 
-/* InternalError unless the rows' parts fill the blob between the common fields and the checksum
- * (checked when a communicator starts its transports). */
+/* The blob's length: the common fields, every row's part and the checksum (184 bytes with today's
+ * rows; at most MSCCLPP_REGMEM_BLOB_BYTES, which regblob_check_rows checks). */
+size_t regblob_bytes(void);
+
+/* InternalError unless every row's part fits TRANSPORT_PART_BYTES and the blob fits
+ * MSCCLPP_REGMEM_BLOB_BYTES (checked when a communicator starts its transports). */
 mscclppResult_t regblob_check_rows(void);
 
-/* Writes d as REGBLOB_BYTES bytes (checksummed) into out. */
-void regblob_encode(const struct regmem_desc* d, uint8_t out[REGBLOB_BYTES]);
+/* Writes d as regblob_bytes() bytes (checksummed) into out. */
+void regblob_encode(const struct regmem_desc* d, uint8_t* out);
 
 /* Parses and validates a blob of len bytes against the receiving communicator (its comm_id and
  * nranks): length, magic, version, checksum, comm id, owner rank, kind, transports, that size,

@@ -74,7 +74,7 @@ static uint64_t blob_comm_id(const unsigned char* blob) {
 /* Re-encodes a valid blob with fields changed by edit: a forged but well-formed blob. */
 static void forge(const unsigned char* blob, unsigned char* out, void (*edit)(struct regmem_desc*)) {
   struct regmem_desc d;
-  CHECK_OK(regblob_decode(blob, REGBLOB_BYTES, blob_comm_id(blob), 2, &d));
+  CHECK_OK(regblob_decode(blob, regblob_bytes(), blob_comm_id(blob), 2, &d));
   edit(&d);
   regblob_encode(&d, out);
 }
@@ -94,7 +94,7 @@ static void edit_bigger(struct regmem_desc* d) {
 static void check_blobs(mscclppComm_t comm, const unsigned char* blob) {
   mscclppRegMem_t m = NULL;
   unsigned char bad[MSCCLPP_REGMEM_BLOB_BYTES];
-  CHECK_OK(mscclppRegMemDeserialize(comm, blob, REGBLOB_BYTES, &m));
+  CHECK_OK(mscclppRegMemDeserialize(comm, blob, regblob_bytes(), &m));
   void* ptr = NULL;
   size_t size = 0;
   int owner = -1;
@@ -104,15 +104,15 @@ static void check_blobs(mscclppComm_t comm, const unsigned char* blob) {
   size_t cap = sizeof(bad);
   CHECK_RES(mscclppRegMemSerialize(m, bad, &cap), mscclppInvalidUsage); /* only the owner serializes */
   CHECK_OK(mscclppRegMemRelease(m));
-  memcpy(bad, blob, REGBLOB_BYTES);
+  memcpy(bad, blob, regblob_bytes());
   bad[100] ^= 0x10;
-  CHECK_RES(mscclppRegMemDeserialize(comm, bad, REGBLOB_BYTES, &m), mscclppInvalidArgument);
+  CHECK_RES(mscclppRegMemDeserialize(comm, bad, regblob_bytes(), &m), mscclppInvalidArgument);
   CHECK_ERR_MENTIONS("checksum");
   CHECK_RES(mscclppRegMemDeserialize(comm, blob, 100, &m), mscclppInvalidArgument);
   CHECK_ERR_MENTIONS("truncated");
-  memcpy(bad, blob, REGBLOB_BYTES);
+  memcpy(bad, blob, regblob_bytes());
   bad[1] ^= 0xff;
-  CHECK_RES(mscclppRegMemDeserialize(comm, bad, REGBLOB_BYTES, &m), mscclppInvalidArgument);
+  CHECK_RES(mscclppRegMemDeserialize(comm, bad, regblob_bytes(), &m), mscclppInvalidArgument);
   CHECK_ERR_MENTIONS("magic");
   struct {
     void (*edit)(struct regmem_desc*);
@@ -123,7 +123,7 @@ static void check_blobs(mscclppComm_t comm, const unsigned char* blob) {
                 {edit_key, mscclppRemoteError, "wrong key"},     {edit_bigger, mscclppRemoteError, "exported"}};
   for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
     forge(blob, bad, forged[i].edit);
-    CHECK_RES(mscclppRegMemDeserialize(comm, bad, REGBLOB_BYTES, &m), forged[i].res);
+    CHECK_RES(mscclppRegMemDeserialize(comm, bad, regblob_bytes(), &m), forged[i].res);
     CHECK_ERR_MENTIONS(forged[i].says);
   }
 }

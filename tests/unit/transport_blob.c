@@ -34,7 +34,7 @@ static void test_rows(void) {
   const struct transport_ops* const* rows = transport_rows(&n);
   size_t bytes = 0;
   for (int i = 0; i < n; i++) bytes += rows[i]->part_wire_bytes;
-  CHECK(72 + bytes + 8 == REGBLOB_BYTES && REGBLOB_BYTES <= MSCCLPP_REGMEM_BLOB_BYTES);
+  CHECK(72 + bytes + 8 == regblob_bytes() && regblob_bytes() <= MSCCLPP_REGMEM_BLOB_BYTES);
 }
 
 /* Decoding must fail with InvalidArgument and a message containing `what`. */
@@ -45,7 +45,7 @@ static void expect_refused(const uint8_t* blob, size_t len, uint64_t comm_id, co
 }
 
 static void expect_desc_refused(struct regmem_desc d, const char* what) {
-  uint8_t blob[REGBLOB_BYTES];
+  uint8_t blob[MSCCLPP_REGMEM_BLOB_BYTES];
   regblob_encode(&d, blob);
   expect_refused(blob, sizeof(blob), COMM_ID, what);
 }
@@ -54,7 +54,7 @@ static void test_round_trip(void) {
   struct regmem_desc d = valid_desc(), out;
   uint8_t blob[MSCCLPP_REGMEM_BLOB_BYTES] = {0};
   regblob_encode(&d, blob);
-  CHECK_OK(regblob_decode(blob, REGBLOB_BYTES, COMM_ID, NRANKS, &out));
+  CHECK_OK(regblob_decode(blob, regblob_bytes(), COMM_ID, NRANKS, &out));
   CHECK(out.comm_id == d.comm_id && out.owner == d.owner && out.pid == d.pid && out.size == d.size &&
         out.alloc_offset == d.alloc_offset);
   CHECK(out.host_hash == d.host_hash && out.transports == d.transports && out.kind == d.kind);
@@ -71,20 +71,20 @@ static void test_round_trip(void) {
   h.alloc_size = h.size;
   h.alloc_offset = 0;
   regblob_encode(&h, blob);
-  CHECK_OK(regblob_decode(blob, REGBLOB_BYTES, COMM_ID, NRANKS, &out));
+  CHECK_OK(regblob_decode(blob, regblob_bytes(), COMM_ID, NRANKS, &out));
   struct regmem_desc g = valid_desc();
   g.kind = MEM_KIND_CUDA_IPC;
   g.cuda_dev = 1;
   g.transports = TRANSPORT_BIT(mscclppTransportP2P) | TRANSPORT_BIT(mscclppTransportTCP);
   regblob_encode(&g, blob);
-  CHECK_OK(regblob_decode(blob, REGBLOB_BYTES, COMM_ID, NRANKS, &out));
+  CHECK_OK(regblob_decode(blob, regblob_bytes(), COMM_ID, NRANKS, &out));
   CHECK(out.cuda_dev == 1 && out.kind == MEM_KIND_CUDA_IPC);
   CHECK(memcmp(out.part[mscclppTransportP2P].bytes, g.part[mscclppTransportP2P].bytes, 80) == 0);
 }
 
 static void test_envelope(void) {
   struct regmem_desc d = valid_desc();
-  uint8_t blob[REGBLOB_BYTES], bad[REGBLOB_BYTES];
+  uint8_t blob[MSCCLPP_REGMEM_BLOB_BYTES], bad[MSCCLPP_REGMEM_BLOB_BYTES];
   regblob_encode(&d, blob);
   memcpy(bad, blob, sizeof(bad));
   bad[0] ^= 0xff;
@@ -92,7 +92,7 @@ static void test_envelope(void) {
   memcpy(bad, blob, sizeof(bad));
   bad[4] = 9;
   expect_refused(bad, sizeof(bad), COMM_ID, "version");
-  expect_refused(blob, REGBLOB_BYTES - 1, COMM_ID, "truncated");
+  expect_refused(blob, regblob_bytes() - 1, COMM_ID, "truncated");
   expect_refused(blob, 4, COMM_ID, "truncated");
   expect_refused(blob, 0, COMM_ID, "truncated");
   memcpy(bad, blob, sizeof(bad));
@@ -142,7 +142,7 @@ static void test_random(void) {
     if (x & 2) d.owner = (int32_t)(x >> 40) % 8 - 2;
     if (x & 4) d.kind = (int32_t)((x >> 20) % 6) - 1;
     if (x & 8) d.transports = (uint32_t)(x >> 50);
-    uint8_t blob[REGBLOB_BYTES];
+    uint8_t blob[MSCCLPP_REGMEM_BLOB_BYTES];
     regblob_encode(&d, blob);
     if (regblob_decode(blob, sizeof(blob), COMM_ID, NRANKS, &out) != mscclppSuccess) continue;
     CHECK(out.owner >= 0 && out.owner < NRANKS && out.size > 0);
