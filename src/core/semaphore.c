@@ -59,9 +59,6 @@ static mscclppResult_t make_token(struct mscclppConnection* conn, struct mscclpp
   return regmem_register(conn->comm, p, sizeof(uint64_t), &sem->local);
 }
 
-/* The transports worth importing the peer's token with (the connection's row says: its own, and
- * for cuda-ipc also shm, which maps the host-memory token for the update to store into). */
-static uint32_t import_mask(const struct mscclppConnection* conn) { return conn->ops->token_import; }
 
 /* Imports the peer's token blob; a blob of zeros means the peer could not make its token. */
 static mscclppResult_t import_token(struct mscclppConnection* conn, struct mscclppHostSemaphore* s, const uint8_t* blob) {
@@ -69,7 +66,9 @@ static mscclppResult_t import_token(struct mscclppConnection* conn, struct msccl
   if (memcmp(blob, zero, sizeof(zero)) == 0)
     return MPP_ERR(mscclppRemoteError, "host semaphore with rank %d (tag %d): the peer failed to create its side (see its log)",
                    conn->t.peer, conn->t.tag);
-  MPP_CHECK(regmem_import(conn->comm, blob, regblob_bytes(), import_mask(conn), &s->remote));
+  /* With the transports the connection's row names: its own, and for cuda-ipc also shm, which maps
+   * the host-memory token for the update to store into. */
+  MPP_CHECK(regmem_import(conn->comm, blob, regblob_bytes(), conn->ops->token_import, &s->remote));
   return connection_check_dst(conn, s->remote, 0, sizeof(uint64_t));
 }
 

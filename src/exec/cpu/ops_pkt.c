@@ -110,7 +110,7 @@ static uint64_t sw_off(const struct blk* k, const struct plan_ref* r, uint64_t s
 static const struct plan_switch* sw_of(const struct blk* k, const struct plan_ref* r) { return &k->c->pr->sw[r->sw]; }
 
 /* gstore / gstorepkt: the source to every member of every destination group. */
-static int switch_store(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+int exec_switch_store(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
   const struct plan_ref* r = &k->bl->refs[op->first_ref];
   const char* src = blk_here(k, &r[0], s, 0);
   if (!src) return -1;
@@ -151,8 +151,6 @@ static int switch_reduce_tile(struct blk* k, const struct plan_op* op, uint64_t 
   }
   return 0;
 }
-
-int exec_switch_store(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) { return switch_store(k, op, s, n); }
 
 int exec_switch_reduce(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
   if (n % k->c->esize)
