@@ -67,7 +67,7 @@ mscclppResult_t mscclppPlanCheckOrder(mscclppPlan_t plan, int* findings, char* t
   MPP_CHECK_ARG(plan != NULL && findings != NULL, "%s: plan and findings must not be NULL", __func__);
   char local[512];
   char* out = text && textLen ? text : local;
-  int n = plan_race_check(plan, PLAN_ORDER_CLOCKS_API, 64, out, text && textLen ? textLen : sizeof(local));
+  int n = plan_race_check(plan, PLAN_ORDER_CLOCKS_API, 64, out, text && textLen ? textLen : sizeof(local), NULL);
   if (n < 0) return MPP_ERR(mscclppInvalidUsage, "%s: the order check does not apply: %s", plan->file, out);
   *findings = n;
   return mscclppSuccess;

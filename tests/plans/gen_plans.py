@@ -503,11 +503,14 @@ def allgather_ll_ring(n):
 def allgather_switch_ll(n):
     gs = []
     for r in range(n):
-        g = Gpu(r, 1, n, n)
+        g = Gpu(r, 1, n, n + 1)
         ss = g.switch("s", range(n))
         t = g.tb()
         a = t.sw(ss)
-        t.op("gstorepkt", channel_type="switch", channel_ids=[a], src_buff=[loc("i", 0)],
+        # gstorepkt stores packets already made (the reference's meaning): the input is packed into
+        # the scratch chunk past the group's first, then stored from there to every member.
+        t.op("cpkt", src_buff=[loc("i", 0)], dst_buff=[loc("s", n)])
+        t.op("gstorepkt", channel_type="switch", src_buff=[loc("s", n)],
              dst_buff=[{"switch_channel_id": a, "index": r, "size": 1}])
         for p in range(n):
             t.op("upkt", src_buff=[loc("s", p)], dst_buff=[loc("o", p)])

@@ -65,12 +65,13 @@ static int reduce_pkts_tile(struct blk* k, const struct plan_op* op, uint64_t s,
   return 0;
 }
 
+/* cpkt / ppkt: one source as packets to every destination, or source i to destination i. */
 int exec_pkt_copy(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
   const struct plan_ref* r = &k->bl->refs[op->first_ref];
-  const char* src = blk_here(k, &r[0], s, 0);
-  if (!src) return -1;
-  for (uint16_t d = 0; d < op->ndst; d++)
-    if (put_pkts_ref(k, &r[1 + d], s, src, n)) return -1;
+  for (uint16_t d = 0; d < op->ndst; d++) {
+    const char* src = blk_here(k, &r[op->nsrc == op->ndst ? d : 0], s, 0);
+    if (!src || put_pkts_ref(k, &r[op->nsrc + d], s, src, n)) return -1;
+  }
   return 0;
 }
 
@@ -80,15 +81,25 @@ int exec_pkt_unpack(struct blk* k, const struct plan_op* op, uint64_t s, uint64_
   return dst && pk ? exec_get_pkts(k, dst, pk, n, -1) : -1;
 }
 
-int exec_pkt_forward(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
-  const struct plan_ref* r = &k->bl->refs[op->first_ref];
+/* rppkt: the packets of source i awaited, then sent on to destination i (one source: to every
+ * destination), a tile at a time. */
+static int forward_from(struct blk* k, const struct plan_ref* src, const struct plan_ref* dsts, uint16_t ndst,
+                        uint64_t s, uint64_t n) {
   for (uint64_t t = 0; t < n; t += EXEC_TILE) {
     uint64_t m = n - t < EXEC_TILE ? n - t : EXEC_TILE;
-    const char* pk = blk_here(k, &r[0], s + t, 1);
+    const char* pk = blk_here(k, src, s + t, 1);
     if (!pk || exec_get_pkts(k, k->temp, pk, m, -1)) return -1;
-    for (uint16_t d = 0; d < op->ndst; d++)
-      if (put_pkts_ref(k, &r[1 + d], s + t, k->temp, m)) return -1;
+    for (uint16_t d = 0; d < ndst; d++)
+      if (put_pkts_ref(k, &dsts[d], s + t, k->temp, m)) return -1;
   }
+  return 0;
+}
+
+int exec_pkt_forward(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+  const struct plan_ref* r = &k->bl->refs[op->first_ref];
+  if (op->nsrc == 1) return forward_from(k, &r[0], &r[1], op->ndst, s, n);
+  for (uint16_t d = 0; d < op->ndst; d++)
+    if (forward_from(k, &r[d], &r[op->nsrc + d], 1, s, n)) return -1;
   return 0;
 }
 
@@ -109,19 +120,33 @@ static uint64_t sw_off(const struct blk* k, const struct plan_ref* r, uint64_t s
 
 static const struct plan_switch* sw_of(const struct blk* k, const struct plan_ref* r) { return &k->c->pr->sw[r->sw]; }
 
-/* gstore / gstorepkt: the source to every member of every destination group. */
-int exec_switch_store(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+/* gstore over [s, s+m): data, or (pkt) the data of packets already awaited, to every member of
+ * every destination group. */
+static int switch_store_tile(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t m, const char* src, int pkt) {
   const struct plan_ref* r = &k->bl->refs[op->first_ref];
-  const char* src = blk_here(k, &r[0], s, 0);
-  if (!src) return -1;
-  int pkt = op->code == PLAN_OP_GSTOREPKT;
   for (uint16_t d = 0; d < op->ndst; d++) {
     const struct plan_switch* sw = sw_of(k, &r[1 + d]);
     for (int g = 0; g < sw->nranks; g++) {
-      int rc = pkt ? exec_put_pkts(k, sw->ranks[g], r[1 + d].btype, sw_off(k, &r[1 + d], s, 1), src, n)
-                   : blk_write_at(k, sw->ranks[g], r[1 + d].btype, sw_off(k, &r[1 + d], s, 0), src, n);
+      int rc = pkt ? exec_put_pkts(k, sw->ranks[g], r[1 + d].btype, sw_off(k, &r[1 + d], s, 1), src, m)
+                   : blk_write_at(k, sw->ranks[g], r[1 + d].btype, sw_off(k, &r[1 + d], s, 0), src, m);
       if (rc) return -1;
     }
+  }
+  return 0;
+}
+
+/* gstore: the source to every member of every destination group. gstorepkt: the source holds
+ * packets (made earlier in this call); each is awaited, then stored again as packets. */
+int exec_switch_store(struct blk* k, const struct plan_op* op, uint64_t s, uint64_t n) {
+  const struct plan_ref* r = &k->bl->refs[op->first_ref];
+  if (op->code == PLAN_OP_GSTORE) {
+    const char* src = blk_here(k, &r[0], s, 0);
+    return src ? switch_store_tile(k, op, s, n, src, 0) : -1;
+  }
+  for (uint64_t t = 0; t < n; t += EXEC_TILE) {
+    uint64_t m = n - t < EXEC_TILE ? n - t : EXEC_TILE;
+    const char* pk = blk_here(k, &r[0], s + t, 1);
+    if (!pk || exec_get_pkts(k, k->temp, pk, m, -1) || switch_store_tile(k, op, s + t, m, k->temp, 1)) return -1;
   }
   return 0;
 }

@@ -35,10 +35,15 @@ __device__ void xk_get_pkts(const xk& k, const char* pkts, char* dst, char* cons
   }
 }
 
-/* cpkt / ppkt: the source as packets to every destination; p as for xk_move. */
+/* cpkt / ppkt: the source as packets to every destination, or source i to destination i (a
+ * fused ppkt); p as for xk_move. */
 __device__ void xk_pkt_copy(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
   if (!p) p = xk_ptrs(k, op, s);
-  xk_put_pkts(k, p[0], p + 1, op.ndst, n);
+  if (op.nsrc == 1) {
+    xk_put_pkts(k, p[0], p + 1, op.ndst, n);
+    return;
+  }
+  for (int d = 0; d < op.ndst; d++) xk_put_pkts(k, p[d], p + op.nsrc + d, 1, n);
 }
 
 /* upkt: packets to data. */
@@ -47,10 +52,14 @@ __device__ void xk_pkt_unpack(const xk& k, const plan_op& op, uint64_t s, uint64
   xk_get_pkts(k, p[0], p[1], NULL, 0, n);
 }
 
-/* rppkt: packets forwarded as packets. */
+/* rppkt: packets forwarded as packets (source i to destination i when there are several). */
 __device__ void xk_pkt_forward(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {
   if (!p) p = xk_ptrs(k, op, s);
-  xk_get_pkts(k, p[0], NULL, p + 1, op.ndst, n);
+  if (op.nsrc == 1) {
+    xk_get_pkts(k, p[0], NULL, p + 1, op.ndst, n);
+    return;
+  }
+  for (int d = 0; d < op.ndst; d++) xk_get_pkts(k, p[d], NULL, p + op.nsrc + d, 1, n);
 }
 
 /* repkt, respkt, recpkt, recspkt: the first source is data, the others packets; the result goes
@@ -62,13 +71,13 @@ __device__ void xk_pkt_reduce(const xk& k, const plan_op& op, uint64_t s, uint64
 }
 
 /* Pointers of a switch op: each switch reference expands to its group's members (in group
- * order), a local reference is one pointer. *ns / *nd: how many are sources / destinations.
- * Thread 0 fills them; ends with a __syncthreads. */
-__device__ void xk_sw_ptrs(const xk& k, const plan_op& op, uint64_t s, int pkt_dst, int* ns, int* nd) {
+ * order), a local reference is one pointer; pkt: every reference holds packets (at twice the data
+ * offset). *ns / *nd: how many are sources / destinations. Thread 0 fills them; ends with a
+ * __syncthreads. */
+__device__ void xk_sw_ptrs(const xk& k, const plan_op& op, uint64_t s, int pkt, int* ns, int* nd) {
   int c = 0;
   for (int i = 0; i < op.nsrc + op.ndst; i++) {
     const plan_ref& r = k.refs[op.first_ref + i];
-    int pkt = i >= op.nsrc && pkt_dst;
     int m = r.kind == PLAN_REF_SWITCH ? xk_sw_size(k, r) : 1;
     for (int g = 0; g < m && xk_tid() == 0; g++)
       k.ptrs[c + g] = r.kind == PLAN_REF_SWITCH ? xk_sw_ptr(k, r, g, s, pkt) : xk_ptr(k, r, s, pkt);
@@ -82,13 +91,14 @@ __device__ void xk_sw_ptrs(const xk& k, const plan_op& op, uint64_t s, int pkt_d
 /* What a switch op does with its group's members. */
 enum xk_sw_mode { XK_SW_REDUCE, XK_SW_STORE, XK_SW_STORE_PKT };
 
-/* glre / glres (XK_SW_REDUCE), gstore (XK_SW_STORE), gstorepkt (XK_SW_STORE_PKT). */
+/* glre / glres (XK_SW_REDUCE), gstore (XK_SW_STORE), gstorepkt (XK_SW_STORE_PKT: its source
+ * holds packets made earlier in the call; each is awaited and stored again as packets). */
 __device__ void xk_switch(const xk& k, const plan_op& op, uint64_t s, uint64_t n, enum xk_sw_mode mode) {
   int ns = 0, nd = 0;
   xk_sw_ptrs(k, op, s, mode == XK_SW_STORE_PKT, &ns, &nd);
   char* const* p = k.ptrs;
   switch (mode) {
-    case XK_SW_STORE_PKT: xk_put_pkts(k, p[0], p + ns, nd, n); return;
+    case XK_SW_STORE_PKT: xk_get_pkts(k, p[0], NULL, p + ns, nd, n); return;
     case XK_SW_STORE:
       for (int d = 0; d < nd; d++) xk_copy(p[ns + d], p[0], n);
       return;

@@ -130,6 +130,15 @@ out:
   return res;
 }
 
+/* "dir/plan.json" -> "plan" (malloc'd; NULL when out of memory). */
+static char* name_from_file(const char* file) {
+  const char* base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  size_t n = strlen(base);
+  if (n > 5 && !strcmp(base + n - 5, ".json")) n -= 5;
+  return strndup(base, n);
+}
+
 static mscclppResult_t load_top(struct pj_where* w, const json_t* root, struct mscclppPlan* p) {
   static const char* const protos[] = {"Simple", "LL"};
   static const char* const colls[] = {"allreduce", "allgather", "reducescatter", "alltoall",
@@ -138,8 +147,12 @@ static mscclppResult_t load_top(struct pj_where* w, const json_t* root, struct m
   int k;
   int64_t v;
   if (!json_is_object(root)) return pj_fail(w, "(top level)", "not an object");
-  MPP_CHECK(pj_str(w, root, "name", "", &s));
-  p->name = strdup(s);
+  /* The DSL writes "name": null for a program given no name: such a plan is named after its
+   * file (the base name without .json), as one with no name field is. */
+  const json_t* nm = json_object_get(root, "name");
+  if (nm && json_is_null(nm)) s = "";
+  else MPP_CHECK(pj_str(w, root, "name", "", &s));
+  p->name = *s ? strdup(s) : name_from_file(p->file);
   MPP_CHECK(pj_str(w, root, "collective", NULL, &s));
   MPP_CHECK(pj_enum(w, "collective", s, colls, 8, &k));
   p->collective = strdup(s);

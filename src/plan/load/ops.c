@@ -145,6 +145,9 @@ static mscclppResult_t lw_op(struct pj_where* w, const struct mscclppPlan* p, co
   MPP_CHECK(pj_enum(w, "channel_type", s, plan_chan_names, 4, &ct));
   MPP_CHECK(grow((void**)&b->ops, &b->capops, b->nops + 1, sizeof(*b->ops)));
   uint32_t at = b->nops++;
+  /* ppkt over a port channel copies scratch that already holds packets (the reference's meaning:
+   * twice the bytes, no repacking): that is rppkt's job, which also waits for the packets. */
+  if (code == PLAN_OP_PPKT && ct == PLAN_CH_PORT) code = PLAN_OP_RPPKT;
   struct plan_op op = {.code = (uint8_t)code, .chan_type = (uint8_t)ct, .first_ref = b->nrefs};
   MPP_CHECK(lw_chans(w, pr, g, b, o, &op));
   MPP_CHECK(lw_refs(w, pr, g, b, ct, o, "src_buff", &op.nsrc));

@@ -43,8 +43,8 @@ static const struct rule rules[PLAN_OP_COUNT] = {
     [PLAN_OP_RES] = RULE(1, 1, 255, K_L, K_L, 2, 255, K_L, K_R, 0, 0, 0),
     [PLAN_OP_RRE] = RULE(1, 1, 255, K_L | K_R, K_L | K_R, 1, 1, K_L, 0, 0, 0, 1),
     [PLAN_OP_RRES] = RULE(1, 1, 255, K_L | K_R, K_L | K_R, 2, 255, K_L, K_R, 0, 0, 1),
-    [PLAN_OP_PPKT] = RULE(1, 1, 1, K_L, 0, 1, 255, K_R, K_R, 0, 3, 0),
-    [PLAN_OP_RPPKT] = RULE(1, 1, 1, K_L, 0, 1, 255, K_R, K_R, 1, 3, 0),
+    [PLAN_OP_PPKT] = RULE(1, 1, 255, K_L, K_L, 1, 255, K_R, K_R, 0, 3, 0),
+    [PLAN_OP_RPPKT] = RULE(1, 1, 255, K_L, K_L, 1, 255, K_R, K_R, 3, 3, 0),
     [PLAN_OP_CPKT] = RULE(0, 1, 1, K_L, 0, 1, 255, K_L, K_L, 0, 3, 0),
     [PLAN_OP_UPKT] = RULE(0, 1, 1, K_L, 0, 1, 1, K_L, 0, 1, 0, 0),
     [PLAN_OP_REPKT] = RULE(0, 2, 255, K_L, K_L, 1, 1, K_L, 0, 2, 0, 0),
@@ -54,11 +54,18 @@ static const struct rule rules[PLAN_OP_COUNT] = {
     [PLAN_OP_GLRE] = RULE(2, 1, 1, K_S, 0, 1, 1, K_L, 0, 0, 0, 0),
     [PLAN_OP_GLRES] = RULE(2, 1, 1, K_S, 0, 1, 255, K_S, K_S, 0, 0, 0),
     [PLAN_OP_GSTORE] = RULE(2, 1, 1, K_L, 0, 1, 255, K_S, K_S, 0, 0, 0),
-    [PLAN_OP_GSTOREPKT] = RULE(2, 1, 1, K_L, 0, 1, 255, K_S, K_S, 0, 3, 0),
+    [PLAN_OP_GSTOREPKT] = RULE(2, 1, 1, K_L, 0, 1, 255, K_S, K_S, 1, 3, 0),
     [PLAN_OP_PIPELINE] = CHANNELS_ONLY(0),
     [PLAN_OP_SEM_ACQUIRE] = CHANNELS_ONLY(3),
     [PLAN_OP_SEM_RELEASE] = CHANNELS_ONLY(3),
 };
+
+/* Ops whose sources pair with their destinations when there are several (the DSL's fused puts:
+ * source i to destination i); with one source, it goes to every destination. */
+static int pairs_sources(int code) {
+  return code == PLAN_OP_PUT || code == PLAN_OP_PWS || code == PLAN_OP_PWSF || code == PLAN_OP_GET ||
+         code == PLAN_OP_PPKT || code == PLAN_OP_RPPKT;
+}
 
 static const char* const kind_names[] = {"a local buffer (type)", "a remote buffer (buffer_id)",
                                          "a switch channel (switch_channel_id)"};
@@ -97,13 +104,20 @@ mscclppResult_t lw_shape(struct pj_where* w, const struct mscclppPlan* p, const 
   if (r->ch == 1 && (ct != PLAN_CH_MEMORY && ct != PLAN_CH_PORT))
     return pj_fail(w, "channel_type", "%s needs memory or port channels", plan_op_name(op->code));
   if (r->ch == 2 && ct != PLAN_CH_SWITCH) return pj_fail(w, "channel_type", "%s needs a switch channel", plan_op_name(op->code));
-  if ((r->ch == 1 || r->ch == 2) && op->nchan == 0)
-    return pj_fail(w, "channel_ids", "%s needs at least one channel", plan_op_name(op->code));
+  /* Channels are the op for signal/wait/flush, and the path for port data ops. A data op over
+   * memory channels names its peers by its remote buffer refs, and a switch op by the
+   * switch_channel_id of its refs: neither needs channel_ids (today's DSL writes none). */
+  if (r->ch == 1 && op->nchan == 0 && (ct == PLAN_CH_PORT || r->dmax == 0))
+    return pj_fail(w, "channel_ids", "%s over %s channels needs at least one channel", plan_op_name(op->code),
+                   plan_chan_names[ct]);
   if (r->ch == 3 && op->nchan == 0) return pj_fail(w, "semaphore_ids", "%s needs semaphore ids", plan_op_name(op->code));
   if (r->ch == 0 && op->nchan && op->code != PLAN_OP_NOP)
     return pj_fail(w, "channel_ids", "%s takes no channels", plan_op_name(op->code));
   MPP_CHECK(check_refs(w, b, op, 0));
   MPP_CHECK(check_refs(w, b, op, 1));
+  if (pairs_sources(op->code) && op->nsrc > 1 && op->nsrc != op->ndst)
+    return pj_fail(w, "src_buff", "%s has %u sources and %u destinations: several sources pair with as many "
+                   "destinations (source i to destination i)", plan_op_name(op->code), op->nsrc, op->ndst);
   if (r->need_remote_src) {
     int remote = 0;
     for (uint16_t i = 0; i < op->nsrc; i++) remote |= b->refs[op->first_ref + i].kind == PLAN_REF_REMOTE;

@@ -210,7 +210,7 @@ static int check_all(struct rg_graph* g, struct accs* l, struct found* f) {
   return 0;
 }
 
-int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_lines, char* text, size_t len) {
+int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_lines, char* text, size_t len, int* never) {
   struct rg_graph g;
   struct accs l = {0};
   struct found f = {.max_lines = max_lines, .text = text, .len = len};
@@ -224,6 +224,7 @@ int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_line
   if (!own) res = -1;
   if (g.over && res != 1) /* the budget ran out while the accesses were collected or compared */
     res = 1, snprintf(why, sizeof(why), "the plan is too large for this check (past %zu steps)", max_clocks * 8);
+  if (never) *never = res == 2;
   if (res == 2) emit(&f, why), f.n = 1; /* a wait that can never be satisfied */
   if (res == 0 && f.n >= FOUND_MAX) f.max_lines = f.lines + 1, emit(&f, "(the check stopped there: too many findings)");
   if (res == 1 || res == -1) {
@@ -240,9 +241,10 @@ int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_line
 /* Clock entries the check may use while a plan loads (4 bytes each, 16 MiB). */
 #define PLAN_ORDER_CLOCKS_LOAD (4u << 20)
 
-/* The load-time check: its count, and its first line without the newline in text. */
-static int check_first(const struct mscclppPlan* p, char* text, size_t len) {
-  int n = plan_race_check(p, PLAN_ORDER_CLOCKS_LOAD, 1, text, len);
+/* The load-time check: its count, and its first line without the newline in text; *never as
+ * plan_race_check's. */
+static int check_first(const struct mscclppPlan* p, char* text, size_t len, int* never) {
+  int n = plan_race_check(p, PLAN_ORDER_CLOCKS_LOAD, 1, text, len, never);
   text[strcspn(text, "\n")] = '\0';
   return n;
 }
@@ -252,7 +254,7 @@ static int check_first(const struct mscclppPlan* p, char* text, size_t len) {
 static int try_double_scratch(struct mscclppPlan* p, int n, char* text, size_t len) {
   char two[1024];
   p->double_scratch = 1;
-  int m = check_first(p, two, sizeof(two));
+  int m = check_first(p, two, sizeof(two), NULL);
   if (m < 0 || m >= n) {
     p->double_scratch = 0;
     return n;
@@ -278,7 +280,10 @@ mscclppResult_t plan_order_at_load(struct mscclppPlan* p) {
     return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_PLAN_ORDER_CHECK=%s: not one of off, warn, fix, strict", ms);
   if (mode == 0) return mscclppSuccess;
   char text[1024];
-  int n = check_first(p, text, sizeof(text));
+  int never = 0;
+  int n = check_first(p, text, sizeof(text), &never);
+  if (never) /* not a race that timing may hide: every call would hang until its timeout */
+    return MPP_ERR(mscclppInvalidArgument, "%s: %s, so every call would hang: the plan is refused", p->file, text);
   if (n > 0 && mode == 2 && !p->double_scratch) n = try_double_scratch(p, n, text, sizeof(text));
   if (n > 0 && mode == 3)
     return MPP_ERR(mscclppInvalidArgument, "%s: the order check found %d problem%s for calls run back to back on GPU "

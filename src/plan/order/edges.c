@@ -18,13 +18,13 @@ int rg_add_edge(struct rg_edges* l, int t, uint32_t i, int ft, uint32_t fi) {
 }
 
 struct rg_span rg_ref_span(const struct plan_op* op, const struct plan_ref* ref, int packet) {
-  double lo = ref->index, hi = (double)ref->index + ref->size;
-  if (packet) lo *= 2, hi *= 2;
-  if (op->tbg_size > 1) {
-    double w = (hi - lo) / op->tbg_size;
-    lo += w * op->tbg_id, hi = lo + w;
-  }
-  return (struct rg_span){lo, hi};
+  double lo = ref->index, size = ref->size;
+  if (packet) lo *= 2, size *= 2;
+  if (op->tbg_size <= 1) return (struct rg_span){lo, lo + size};
+  /* Slice k starts where slice k - 1 ends: both bounds come from the one expression, so the
+   * slices of a group partition the range exactly (a width added to a start would round
+   * differently from slice to slice and make neighbours overlap by an ulp). */
+  return (struct rg_span){lo + size * op->tbg_id / op->tbg_size, lo + size * (op->tbg_id + 1) / op->tbg_size};
 }
 
 int rg_ref_owners(const struct mscclppPlan* p, int r, const struct plan_ref* ref, int* out, int max) {

@@ -123,8 +123,9 @@ int plan_ref_is_packet(int code, int dst, int i);
 
 /* The order check of a whole plan: writes one line per finding (at most max_lines) into text
  * and returns the number of findings, or -1 when the analysis could not run (the reason is the
- * text). */
-int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_lines, char* text, size_t len);
+ * text). *never (when not NULL): 1 when the one finding is a wait that can never be satisfied
+ * (a cycle of waits, packets no op writes): the plan would hang on every call. */
+int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_lines, char* text, size_t len, int* never);
 
 /* At load, as MSCCLPP_PLAN_ORDER_CHECK says (on plans small enough to check quickly): off;
  * warn: log the first finding (when the check does not apply: warn about an LL plan without
