@@ -704,9 +704,10 @@ def main():
         return
     outdir = sys.argv[1]
     os.makedirs(os.path.join(outdir, "bad"), exist_ok=True)
+    import dsl_plans  # here, not at the top: it builds on this module's helpers
     with open(os.path.join(outdir, "good.tsv"), "w") as f:
-        for p, n, sizes in GOOD:
-            path = os.path.join(outdir, p["name"] + ".json")
+        for p, n, sizes, fname in [g + (None,) for g in GOOD] + dsl_plans.goods():
+            path = os.path.join(outdir, (fname or p["name"]) + ".json")
             with open(path, "w") as pf:
                 json.dump(p, pf, indent=1)
             f.write("%s\t%d\t%s\n" % (path, n, sizes))
@@ -723,7 +724,7 @@ def main():
     with open(os.path.join(outdir, "deadlock_n2.json.hang"), "w") as pf:
         json.dump(deadlock(2), pf, indent=1)
     with open(os.path.join(outdir, "bad", "expect.tsv"), "w") as f:
-        for name, p, expect in bad_plans():
+        for name, p, expect in bad_plans() + dsl_plans.bads():
             path = os.path.join(outdir, "bad", name + ".json")
             with open(path, "w") as pf:
                 json.dump(p, pf, indent=1)
