@@ -12,6 +12,12 @@ test/executor-tests/algos (with --unit, also language/tests/unit_tests) for each
 `mscclpp-plan run PLAN -n N --cpu` (plans of 2 nodes with --hosts 2, so the two halves meet over
 tcp) and prints one row per plan: the program, ranks, collective, and the outcome.
 
+With --plans DIR instead of REF it runs plans generated earlier (a GPU machine has no reference
+and no DSL): every plan in DIR. --time then also times each collective plan against the built-in
+algorithm of the same collective at the same sizes: mscclpp-perf (CUDA graphs on GPU ranks) with
+the plan registered through MSCCLPP_PLAN_DIR, and once with no plan; the registry's trace shows that
+the plan served the calls, and mscclpp-perf checks every result.
+
 Not part of CI: it needs a checkout of the reference, which CI has no network to fetch.
 """
 import argparse
@@ -140,6 +146,15 @@ def run_plan(tool: str, plan: Path, n: int, hosts: int, size: str, gpu: bool) ->
     return False, ((errs or lines or ["exit %d" % r.returncode])[0])[:200]
 
 
+def auto_sizes(doc: dict, ranks: int) -> str:
+    """Two per-rank input sizes every chunk count of these programs divides (12 KiB per rank and
+    192 KiB), kept inside the plan's message-size range (allgather: the range is of the output)."""
+    per_call = ranks if doc.get("collective") == "allgather" else 1
+    lo, hi = doc.get("min_message_size", 0), doc.get("max_message_size", 2**64 - 1)
+    sizes = [s for s in (12288 * ranks, 196608) if lo <= s * per_call <= hi]
+    return ",".join(str(s) for s in sizes or [max(lo // per_call, 12288)])
+
+
 def first_order_finding(tool: str, plan: Path) -> str:
     """The order check's first finding for a plan (a race the plan itself has), or ''."""
     r = subprocess.run([tool, "validate", str(plan)], capture_output=True, text=True, timeout=120)
@@ -157,19 +172,105 @@ def variants(prog: Path) -> list:
     return [("", 1)]
 
 
+PERF_COLLECTIVES = {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "broadcast"}
+
+
+def perf_rows(tool_dir: Path, coll: str, ranks: int, sizes: str, gpu: bool, plan_dir: Path) -> tuple[dict, int, str]:
+    """mscclpp-perf of coll on ranks ranks with MSCCLPP_PLAN_DIR=plan_dir: {size: (oop us, oop
+    wrong, ip us, ip wrong)}, how many calls the registry served with a registered plan, and the
+    first error line (or '')."""
+    cmd = [str(tool_dir / "mscclpp-run"), "-n", str(ranks), str(tool_dir / "mscclpp-perf"), coll,
+           "--gpu" if gpu else "--cpu", "-s", sizes, "-n", "20", "-w", "5", "-c", "1"] + (["-G", "20"] if gpu else [])
+    env = dict(os.environ, MSCCLPP_PLAN_DIR=str(plan_dir), MSCCLPP_LOG_LEVEL="trace")
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    except subprocess.TimeoutExpired:
+        return {}, 0, "timed out (300 s)"
+    rows = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit():
+            rows[int(f[0])] = (f[5], f[8], f[9], f[12])
+    served = sum("registered plan" in l for l in r.stderr.splitlines())
+    errs = [l for l in (r.stdout + r.stderr).splitlines() if re.search(r"error|FAILED|invalid", l, re.I)]
+    return rows, served, (errs[0][:160] if errs or r.returncode == 0 else "exit %d" % r.returncode) if errs else ""
+
+
+def time_plan(a, plan: Path, doc: dict, ranks: int, builtin: dict) -> str:
+    """'size: plan us / built-in us' for each timed size, the plan's column (in place or not)."""
+    coll = doc.get("collective")
+    if coll not in PERF_COLLECTIVES:
+        return "not timed (%s)" % coll
+    tool_dir = Path(a.tool).parent
+    key = (coll, ranks)
+    if key not in builtin:
+        with tempfile.TemporaryDirectory() as empty:
+            builtin[key] = perf_rows(tool_dir, coll, ranks, a.time, a.gpu, Path(empty))[0]
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy(plan, d)
+        rows, served, err = perf_rows(tool_dir, coll, ranks, a.time, a.gpu, Path(d))
+    if err:
+        return "perf: " + err
+    if not served:
+        return "the registry never chose the plan at these sizes"
+    col = (2, 3) if doc.get("inplace") else (0, 1)
+    parts = []
+    for size, row in sorted(rows.items()):
+        base = builtin[key].get(size)
+        wrong = row[col[1]]
+        t, b = row[col[0]], base[col[0]] if base else "?"
+        ratio = "%.2fx" % (float(b) / float(t)) if base and t not in ("N/A",) and b not in ("N/A",) else "?"
+        parts.append("%s: %s us vs %s (%s)%s" % (size, t, b, ratio, "" if wrong in ("0", "N/A") else ", %s WRONG" % wrong))
+    return "; ".join(parts)
+
+
+def run_existing(a) -> int:
+    """Every plan in a.plans on CPU or GPU ranks (and timed with --time); one row per plan."""
+    rows, ok, builtin = [], 0, {}
+    for plan in sorted(a.plans.glob("*.json")):
+        if a.only and a.only not in plan.name:
+            continue
+        doc = json.loads(plan.read_text())
+        ranks = len(doc.get("gpus", []))
+        if ranks > a.max_ranks:
+            continue
+        nodes = 2 if plan.name.startswith(("multi_node", "default_algos")) else 1
+        size = a.size if a.size != "auto" else auto_sizes(doc, ranks)
+        passed, why = run_plan(a.tool, plan, ranks, nodes, size, a.gpu)
+        if passed and a.time:
+            why = time_plan(a, plan, doc, ranks, builtin)
+        ok += passed
+        rows.append((plan.stem, ranks, nodes, doc.get("collective", "-"), "ok" if passed else "FAIL", why))
+        print("%-60s %2d %d %-14s %-7s %s" % rows[-1], flush=True)
+    print("\n| plan | ranks | nodes | collective | result | %s |\n|---|---|---|---|---|---|" %
+          ("time: plan vs built-in (ratio = built-in / plan)" if a.time else "detail"))
+    for r in rows:
+        print("| %s | %d | %d | %s | %s | %s |" % r)
+    print("\n%d of %d plans ran correctly" % (ok, len(rows)))
+    return 0 if ok == len(rows) else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("ref", type=Path)
+    ap.add_argument("ref", type=Path, nargs="?")
+    ap.add_argument("--plans", type=Path, help="run the plans in this folder instead of generating them")
+    ap.add_argument("--time", default="", help="with --plans: sizes (mscclpp-perf -s) to time each collective plan "
+                    "at against the built-in, e.g. 64K,1M")
+    ap.add_argument("--max-ranks", type=int, default=1024, help="skip plans of more ranks (GPUs on this machine)")
     ap.add_argument("--out", type=Path, default=Path("ref-plans"))
     ap.add_argument("--tool", default=str(Path(__file__).resolve().parent.parent / "build/bin/mscclpp-plan"))
     ap.add_argument("--ranks", default="2,4,8")
     ap.add_argument("--only", default="")
-    ap.add_argument("--size", default="auto", help="bytes per rank (B[,B...]), or auto: 4 KiB per rank and 192 KiB")
+    ap.add_argument("--size", default="auto", help="bytes per rank (B[,B...]), or auto: 12 KiB per rank and 192 KiB")
     ap.add_argument("--gen-only", action="store_true")
     ap.add_argument("--unit", action="store_true", help="also the DSL's unit-test programs (test plans: they run, "
                     "but what they compute has no reference to check against)")
     ap.add_argument("--gpu", action="store_true", help="run on GPU ranks instead of CPU ranks")
     a = ap.parse_args()
+    if a.plans:
+        return run_existing(a)
+    if not a.ref:
+        ap.error("give REF (a checkout of microsoft/mscclpp) or --plans DIR")
     a.out.mkdir(parents=True, exist_ok=True)
     rows, ok, made = [], 0, 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,7 +298,7 @@ def main() -> int:
                         if a.gen_only:
                             passed, why = True, "generated"
                         else:
-                            size = a.size if a.size != "auto" else "%d,196608" % (4096 * ranks)
+                            size = a.size if a.size != "auto" else auto_sizes(doc, ranks)
                             passed, why = run_plan(a.tool, plan, ranks, nodes, size, a.gpu)
                             race = "" if passed else first_order_finding(a.tool, plan)
                             if race:
