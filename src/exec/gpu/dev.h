@@ -85,16 +85,17 @@ MSCCLPP_HOST_DEVICE_INLINE uint32_t xg_tab_bytes(uint32_t nops, uint32_t nrefs, 
 }
 
 /* Whether reference i of an op (code, nsrc sources first) holds packets: the destinations of
- * cpkt / ppkt, the (first) source of upkt, every reference of rppkt, all but the first source and
- * the first destination of the packet reductions. (Switch ops expand their references
- * themselves.) */
+ * cpkt / ppkt, the (first) source of upkt, every reference of rppkt and gstorepkt, all but the
+ * first source and the first destination of the packet reductions. (Switch ops expand their
+ * references themselves.) */
 MSCCLPP_HOST_DEVICE_INLINE int xg_ref_pkt(int code, int i, int nsrc) {
   int dst = i >= nsrc, first = dst ? i == nsrc : i == 0;
   switch (code) {
     case PLAN_OP_CPKT:
     case PLAN_OP_PPKT: return dst;
     case PLAN_OP_UPKT: return !dst && first;
-    case PLAN_OP_RPPKT: return 1;
+    case PLAN_OP_RPPKT:
+    case PLAN_OP_GSTOREPKT: return 1;
     case PLAN_OP_REPKT:
     case PLAN_OP_RESPKT:
     case PLAN_OP_RECPKT:
