@@ -133,9 +133,9 @@ def run_plan(tool: str, plan: Path, n: int, hosts: int, size: str, gpu: bool) ->
     if hosts > 1 and not gpu:
         cmd += ["--hosts", str(hosts)]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
     except subprocess.TimeoutExpired:
-        return False, "timed out (180 s)"
+        return False, "timed out (90 s)"
     # log lines carry a "host:pid:tid [rank] LEVEL subsys file:line: " prefix; keep the message
     lines = [re.sub(r"^\S+:\d+:\d+ \[\d+\] \w+ \w+ (\S+:\d+: )?", "", l)
              for l in (r.stdout + r.stderr).splitlines() if l.strip()]
