@@ -70,6 +70,9 @@ static void layout(struct job* j) {
   uint64_t S = j->S, n = (uint64_t)g.n;
   j->sb = !strcmp(c, "reducescatter") ? S * n : S;
   j->rb = !strcmp(c, "allgather") ? S * n : S;
+  const struct plan_rank* pr = &j->plan->ranks[g.rank];
+  if ((!strcmp(c, "test") || !strcmp(c, "custom")) && pr->in_chunks && pr->out_chunks) /* its chunks say */
+    j->rb = S / pr->in_chunks * pr->out_chunks;
   j->soff = 0, j->roff = j->sb;
   if (j->info.inplace) {
     j->soff = j->roff = 0;
