@@ -167,6 +167,10 @@ def bads():
     p = allreduce_port_ppkt(2)
     p["gpus"][0]["threadblocks"][0]["ops"][1].pop("channel_ids")
     out.append(("bad_port_put_no_channel", p, "ppkt over port channels needs at least one channel"))
+    p = allreduce_port_ppkt(2)
+    p["gpus"][1]["threadblocks"][0]["ops"][1]["src_buff"] = [loc("i", 0)]
+    out.append(("bad_port_ppkt_from_input", p, "gpu 1 threadblock 0 op 1: field 'src_buff': entry 0 of ppkt over a port "
+                                                "channel is not scratch"))
     p = allgather_fused_put(4)
     p["gpus"][0]["threadblocks"][0]["ops"][3]["src_buff"].pop()
     out.append(("bad_fused_put_pairs", p, "put has 2 sources and 3 destinations"))

@@ -135,6 +135,18 @@ static mscclppResult_t lw_extras(struct pj_where* w, const struct plan_rank* pr,
   return mscclppSuccess;
 }
 
+/* ppkt over a port channel copies scratch that already holds packets (the reference's meaning:
+ * twice the bytes, no repacking): that is rppkt's job, which also waits for the packets, so the
+ * op is lowered as rppkt once its sources are known to be scratch. */
+static mscclppResult_t port_ppkt(struct pj_where* w, const struct lw_block* b, struct plan_op* op) {
+  for (uint16_t i = 0; i < op->nsrc; i++)
+    if (b->refs[op->first_ref + i].btype != PLAN_BUF_SCR)
+      return pj_fail(w, "src_buff", "entry %u of ppkt over a port channel is not scratch: over port channels ppkt "
+                     "copies packets already made in scratch (use cpkt first, or a memory channel)", i);
+  op->code = PLAN_OP_RPPKT;
+  return mscclppSuccess;
+}
+
 static mscclppResult_t lw_op(struct pj_where* w, const struct mscclppPlan* p, const struct plan_rank* pr,
                              const struct lw_gpu* g, const json_t* o, struct lw_block* b, int depth) {
   const char* s;
@@ -145,14 +157,12 @@ static mscclppResult_t lw_op(struct pj_where* w, const struct mscclppPlan* p, co
   MPP_CHECK(pj_enum(w, "channel_type", s, plan_chan_names, 4, &ct));
   MPP_CHECK(grow((void**)&b->ops, &b->capops, b->nops + 1, sizeof(*b->ops)));
   uint32_t at = b->nops++;
-  /* ppkt over a port channel copies scratch that already holds packets (the reference's meaning:
-   * twice the bytes, no repacking): that is rppkt's job, which also waits for the packets. */
-  if (code == PLAN_OP_PPKT && ct == PLAN_CH_PORT) code = PLAN_OP_RPPKT;
   struct plan_op op = {.code = (uint8_t)code, .chan_type = (uint8_t)ct, .first_ref = b->nrefs};
   MPP_CHECK(lw_chans(w, pr, g, b, o, &op));
   MPP_CHECK(lw_refs(w, pr, g, b, ct, o, "src_buff", &op.nsrc));
   MPP_CHECK(lw_refs(w, pr, g, b, ct, o, "dst_buff", &op.ndst));
   MPP_CHECK(lw_extras(w, pr, o, &op));
+  if (code == PLAN_OP_PPKT && ct == PLAN_CH_PORT) MPP_CHECK(port_ppkt(w, b, &op));
   MPP_CHECK(lw_shape(w, p, b, &op));
   if (code == PLAN_OP_PIPELINE) {
     const json_t *ic = json_object_get(o, "iter_context"), *nested;
