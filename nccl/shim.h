@@ -1,0 +1,83 @@
+/* shim.h - what the NCCL library's files share: the communicator behind an ncclComm_t, the live-
+ * handle table that tells a communicator from a destroyed or foreign pointer, result mapping and
+ * the last-error text, the thread's group state, and the export macro that also makes the pnccl
+ * name of every function.
+ *
+ * The library is a client of libmscclpp's public API only (include/mscclpp/): it translates
+ * names, types, communicator life cycles and error reporting; the collectives themselves are the
+ * library's. */
+#ifndef MSCCLPP_NCCL_SHIM_H_
+#define MSCCLPP_NCCL_SHIM_H_
+
+#define MSCCLPP_NCCL_NO_CUDA_HEADERS 1
+#include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <mscclpp/collectives.h>
+#include <mscclpp/comm.h>
+#include <mscclpp/core.h>
+
+/* Defines ncclName (exported) and pncclName as an alias of it. Use at file scope:
+ *   NCCL_API(ncclResult_t, CommCount, const ncclComm_t comm, int* count) { ... } */
+#define NCCL_API(ret, name, ...)                                                                    \
+  __attribute__((visibility("default"))) ret nccl##name(__VA_ARGS__);                               \
+  extern __typeof__(nccl##name) pnccl##name __attribute__((alias("nccl" #name), visibility("default"))); \
+  ret nccl##name(__VA_ARGS__)
+
+/* Life of a communicator. */
+enum shim_state {
+  SHIM_PENDING = 0, /* made inside a group: initialised at the outermost ncclGroupEnd */
+  SHIM_INITING = 1, /* a nonblocking init runs on its own thread */
+  SHIM_READY = 2,
+  SHIM_FAILED = 3,  /* init failed: only destroy/abort and error queries are valid */
+  SHIM_FINALIZED = 4
+};
+
+struct ncclComm {
+  mscclppComm_t c;
+  int rank, nranks, device;
+  int blocking;
+  _Atomic int state;           /* enum shim_state */
+  ncclResult_t async;          /* what ncclCommGetAsyncError reports once the init is done */
+  pthread_t init_thread;       /* SHIM_INITING: joined before the communicator is used */
+  int has_init_thread;
+  ncclUniqueId id;             /* for a pending or nonblocking init */
+  mscclppConfig_t cfg;
+  uint32_t splits;             /* splits made from this communicator (tags their messages) */
+  pthread_mutex_t lock;
+  char last[1024];             /* its last error's text */
+};
+
+/* The library's result in NCCL's terms (timeouts and aborts have no NCCL code of their own). */
+ncclResult_t shim_result(mscclppResult_t r);
+/* Records the failure of a call (on comm when not NULL, and as the thread's last error) with the
+ * library's detail, and returns r mapped. For success, returns ncclSuccess. */
+ncclResult_t shim_fail_lib(ncclComm_t comm, mscclppResult_t r, const char* call);
+/* Records a failure found by the shim itself (printf-style text) and returns res. */
+ncclResult_t shim_fail(ncclComm_t comm, ncclResult_t res, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The thread's last error text ("" when none). */
+const char* shim_thread_last(void);
+
+/* Live communicators: a handle is valid between shim_live_add and shim_live_remove. */
+int shim_live_add(ncclComm_t comm);
+void shim_live_remove(ncclComm_t comm);
+int shim_live(ncclComm_t comm);
+/* comm, checked to be live and initialised (a nonblocking init is waited for); InvalidArgument
+ * (recorded, naming call) otherwise. */
+ncclResult_t shim_ready(ncclComm_t comm, const char* call);
+
+/* Groups of this thread (group.c). */
+int shim_group_depth(void);
+/* Queues comm's initialisation for the outermost ncclGroupEnd; InternalError when out of memory. */
+ncclResult_t shim_group_defer_init(ncclComm_t comm);
+
+/* Runs comm's initialisation (its id, rank, nranks and cfg are set) on this thread; sets its
+ * state and async result. */
+ncclResult_t shim_init_now(ncclComm_t comm);
+/* A communicator object (not yet initialised) for rank of nranks with id and an NCCL config (may
+ * be NULL); InvalidArgument for a config of a wrong magic, or bad sizes. */
+ncclResult_t shim_comm_new(int nranks, ncclUniqueId id, int rank, const ncclConfig_t* config, ncclComm_t* out);
+void shim_comm_free(ncclComm_t comm);
+
+#endif /* MSCCLPP_NCCL_SHIM_H_ */

@@ -1,0 +1,38 @@
+# The NCCL-compatible library (nccl/, docs/nccl.md). Its test programs are clients of nccl.h only:
+# they link libmscclpp_nccl.so, as a program built for NCCL would, and run on CPU ranks.
+function(nccl_test_target name)
+  add_executable(${name} ${ARGN} ${PROJECT_SOURCE_DIR}/tests/crash_report.c)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE mscclpp_nccl Threads::Threads ${CMAKE_DL_LIBS} m)
+  target_compile_definitions(${name} PRIVATE _GNU_SOURCE)
+endfunction()
+
+nccl_test_target(nccl_abi ${CMAKE_CURRENT_LIST_DIR}/nccl_abi.c)
+add_test(NAME nccl_abi COMMAND nccl_abi ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/nccl/libnccl.so.2)
+# nccl.h also as C++ (a translation unit that only includes it and checks a few values).
+add_library(nccl_header_cxx OBJECT ${CMAKE_CURRENT_LIST_DIR}/nccl_header.cc)
+target_include_directories(nccl_header_cxx PRIVATE ${PROJECT_SOURCE_DIR}/nccl/include)
+
+nccl_test_target(nccl_seq ${CMAKE_CURRENT_LIST_DIR}/nccl_seq.c)
+foreach(seq pytorch cupy errors)
+  foreach(n 1 2 4)
+    add_test(NAME nccl_seq_${seq}_n${n} COMMAND mscclpp-run -n ${n} $<TARGET_FILE:nccl_seq> ${seq}
+             ${CMAKE_CURRENT_BINARY_DIR}/nccl_seq_${seq}_n${n}.id)
+  endforeach()
+endforeach()
+add_test(NAME nccl_seq_pytorch_n3 COMMAND mscclpp-run -n 3 $<TARGET_FILE:nccl_seq> pytorch
+         ${CMAKE_CURRENT_BINARY_DIR}/nccl_seq_pytorch_n3.id)
+
+nccl_test_target(nccl_threads ${CMAKE_CURRENT_LIST_DIR}/nccl_threads.c)
+add_test(NAME nccl_threads_initall_n4 COMMAND nccl_threads initall 4)
+add_test(NAME nccl_threads_group_n4 COMMAND nccl_threads group 4)
+add_test(NAME nccl_threads_group_n3 COMMAND nccl_threads group 3)
+
+set_tests_properties(nccl_abi nccl_threads_initall_n4 nccl_threads_group_n4 nccl_threads_group_n3
+                     PROPERTIES LABELS unit TIMEOUT 120)
+foreach(seq pytorch cupy errors)
+  foreach(n 1 2 4)
+    set_tests_properties(nccl_seq_${seq}_n${n} PROPERTIES LABELS mp TIMEOUT 300)
+  endforeach()
+endforeach()
+set_tests_properties(nccl_seq_pytorch_n3 PROPERTIES LABELS mp TIMEOUT 300)

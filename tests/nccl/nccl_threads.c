@@ -1,0 +1,83 @@
+/* nccl_threads.c - several ranks in one process, as TVM Disco (a rank per worker thread) and
+ * nccl-tests -g N (one thread initialises every rank inside a group) make them, on CPU ranks:
+ *
+ *   nccl_threads initall N    ncclCommInitAll, then a thread per rank runs collectives and a split
+ *   nccl_threads group N      ncclCommInitRank for every rank inside one group on this thread,
+ *                             then the same */
+#include <pthread.h>
+
+#include "nccl/nccl_common.h"
+
+static int nranks;
+
+struct worker {
+  ncclComm_t comm;
+  int rank;
+  int ok;
+};
+
+/* An allreduce of every datatype's sum, a TVM-style send/recv ring in a group, a split. */
+static void* work(void* arg) {
+  struct worker* w = arg;
+  int r = -1, n = -1;
+  NOK(ncclCommUserRank(w->comm, &r));
+  NOK(ncclCommCount(w->comm, &n));
+  NCHECK(r == w->rank && n == nranks);
+  enum { N = 100 };
+  double x[N], y[N];
+  for (int i = 0; i < N; i++) x[i] = val(r, (size_t)i);
+  NOK(ncclAllReduce(x, y, N, ncclFloat64, ncclSum, w->comm, NULL));
+  for (int i = 0; i < N; i++) {
+    double want = 0;
+    for (int k = 0; k < nranks; k++) want += val(k, (size_t)i);
+    NCHECK(y[i] == want);
+  }
+  NOK(ncclGroupStart());
+  NOK(ncclSend(x, N, ncclFloat64, (r + 1) % n, w->comm, NULL));
+  NOK(ncclRecv(y, N, ncclFloat64, (r + n - 1) % n, w->comm, NULL));
+  NOK(ncclGroupEnd());
+  for (int i = 0; i < N; i++) NCHECK(y[i] == val((r + n - 1) % n, (size_t)i));
+  ncclComm_t half;
+  NOK(ncclCommSplit(w->comm, r % 2, r, &half, NULL));
+  int hr = -1;
+  NOK(ncclCommUserRank(half, &hr));
+  NCHECK(hr == r / 2);
+  NOK(ncclCommDestroy(half));
+  w->ok = 1;
+  return NULL;
+}
+
+static void run_workers(ncclComm_t* comms) {
+  pthread_t th[64];
+  struct worker w[64];
+  for (int i = 0; i < nranks; i++) {
+    w[i] = (struct worker){comms[i], i, 0};
+    NCHECK(pthread_create(&th[i], NULL, work, &w[i]) == 0);
+  }
+  for (int i = 0; i < nranks; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < nranks; i++) NCHECK(w[i].ok);
+  for (int i = 0; i < nranks; i++) NOK(ncclCommDestroy(comms[i]));
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) NFAIL("usage: nccl_threads initall|group N");
+  nranks = atoi(argv[2]);
+  NCHECK(nranks >= 1 && nranks <= 64);
+  ncclComm_t comms[64];
+  if (!strcmp(argv[1], "initall")) {
+    NOK(ncclCommInitAll(comms, nranks, NULL));
+  } else if (!strcmp(argv[1], "group")) {
+    ncclUniqueId id;
+    NOK(ncclGetUniqueId(&id));
+    NOK(ncclGroupStart());
+    for (int i = 0; i < nranks; i++) NOK(ncclCommInitRank(&comms[i], nranks, id, i));
+    int c = 0;
+    NERR(ncclCommCount(comms[0], &c), ncclInvalidUsage, "waits for the ncclGroupEnd");
+    NOK(ncclGroupEnd());
+  } else {
+    NFAIL("unknown mode %s", argv[1]);
+  }
+  run_workers(comms);
+  printf("nccl_threads %s: %d ranks in one process OK\n", argv[1], nranks);
+  return 0;
+}
