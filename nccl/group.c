@@ -1,70 +1,163 @@
-/* group.c - ncclGroupStart/End per thread. Collectives and point-to-point calls inside a group go
- * to the library's own groups (mscclppGroupStart/End, which run them at the outermost end);
- * communicator inits inside a group (nccl-tests -g N: one thread initialises several ranks) wait
- * for the outermost ncclGroupEnd, which runs them all at once, each on a thread, since every
- * rank's init waits for the others. */
+/* group.c - ncclGroupStart/End per thread. Inside a group, collectives and point-to-point calls
+ * are queued, and communicator inits (nccl-tests -g N: one thread initialises several ranks) wait.
+ * The outermost ncclGroupEnd first initialises every pending communicator at once (a thread each,
+ * since every rank's init waits for the others), then runs the queue: each communicator's calls
+ * in call order inside one library group (mscclppGroupStart/End, which progresses its sends and
+ * receives together). When the queue holds several communicators (ranks driven from one thread),
+ * each runs on a thread of its own, since one rank's call may wait for another's. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "shim.h"
 
 static _Thread_local int depth;
 static _Thread_local ncclComm_t* pending;
 static _Thread_local int npending, cappending;
+static _Thread_local struct shim_op* queue;
+static _Thread_local size_t nqueue, capqueue;
 
 int shim_group_depth(void) { return depth; }
 
-ncclResult_t shim_group_defer_init(ncclComm_t comm) {
-  if (npending == cappending) {
-    int n = cappending ? cappending * 2 : 8;
-    ncclComm_t* q = realloc(pending, (size_t)n * sizeof(*q));
-    if (!q) return shim_fail(comm, ncclSystemError, "ncclCommInitRank in a group: out of memory");
-    pending = q, cappending = n;
+/* Appends *item to the thread's array *arr (of *n, room *cap); 0, or -1 out of memory. */
+static int append(void** arr, size_t* n, size_t* cap, const void* item, size_t size) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 16;
+    void* q = realloc(*arr, c * size);
+    if (!q) return -1;
+    *arr = q, *cap = c;
   }
-  pending[npending++] = comm;
+  memcpy((char*)*arr + *n * size, item, size);
+  (*n)++;
+  return 0;
+}
+
+ncclResult_t shim_group_defer_init(ncclComm_t comm) {
+  size_t n = (size_t)npending, cap = (size_t)cappending;
+  if (append((void**)&pending, &n, &cap, &comm, sizeof(comm)))
+    return shim_fail(comm, ncclSystemError, "ncclCommInitRank in a group: out of memory");
+  npending = (int)n, cappending = (int)cap;
   return ncclSuccess;
 }
 
-static void* init_thread(void* arg) {
-  (void)shim_init_now(arg);
+/* The library call an op stands for. */
+static mscclppResult_t run_op(const struct shim_op* o) {
+  mscclppComm_t c = o->comm->c;
+  mscclppDataType_t dt = (mscclppDataType_t)o->dtype;
+  mscclppRedOp_t op = (mscclppRedOp_t)o->redop;
+  switch (o->kind) {
+    case SHIM_ALLREDUCE: return mscclppAllReduce(o->send, o->recv, o->count, dt, op, c, o->stream);
+    case SHIM_ALLGATHER: return mscclppAllGather(o->send, o->recv, o->count, dt, c, o->stream);
+    case SHIM_REDUCESCATTER: return mscclppReduceScatter(o->send, o->recv, o->count, dt, op, c, o->stream);
+    case SHIM_BROADCAST: return mscclppBroadcast(o->send, o->recv, o->count, dt, o->peer, c, o->stream);
+    case SHIM_REDUCE: return mscclppReduce(o->send, o->recv, o->count, dt, op, o->peer, c, o->stream);
+    case SHIM_ALLTOALL: return mscclppAllToAll(o->send, o->recv, o->count, dt, c, o->stream);
+    case SHIM_SEND: return mscclppSend(o->send, o->count, dt, o->peer, c, o->stream);
+    case SHIM_RECV: return mscclppRecv(o->recv, o->count, dt, o->peer, c, o->stream);
+  }
+  return mscclppInvalidArgument;
+}
+
+ncclResult_t shim_submit(const struct shim_op* op) {
+  if (depth == 0) {
+    ncclResult_t res = shim_ready(op->comm, op->call);
+    return res != ncclSuccess ? res : shim_fail_lib(op->comm, run_op(op), op->call);
+  }
+  if (!op->comm || !shim_live(op->comm)) /* pending inits of this group are live already */
+    return shim_fail(NULL, ncclInvalidArgument, "%s: %p is not a communicator (never made, or destroyed)", op->call,
+                     (void*)op->comm);
+  if (append((void**)&queue, &nqueue, &capqueue, op, sizeof(*op)))
+    return shim_fail(op->comm, ncclSystemError, "%s in a group: out of memory", op->call);
+  return ncclSuccess;
+}
+
+/* One communicator's part of the queue, run in one library group. */
+struct comm_run {
+  ncclComm_t comm;
+  const struct shim_op* ops;
+  size_t nops;
+  ncclResult_t res;
+};
+
+static void run_comm(struct comm_run* cr) {
+  cr->res = shim_ready(cr->comm, cr->nops ? cr->ops[0].call : "ncclGroupEnd");
+  if (cr->res != ncclSuccess) return;
+  mscclppResult_t r = mscclppGroupStart();
+  for (size_t i = 0; r == mscclppSuccess && i < cr->nops; i++)
+    if (cr->ops[i].comm == cr->comm && (r = run_op(&cr->ops[i])) != mscclppSuccess) {
+      cr->res = shim_fail_lib(cr->comm, r, cr->ops[i].call);
+      (void)mscclppGroupEnd();
+      return;
+    }
+  r = mscclppGroupEnd();
+  cr->res = shim_fail_lib(cr->comm, r, "ncclGroupEnd");
+}
+
+static void* run_comm_thread(void* arg) {
+  run_comm(arg);
   return NULL;
+}
+
+/* Initialises the communicator an element of the pending array points to. */
+static void* init_elem(void* elem) {
+  (void)shim_init_now(*(ncclComm_t*)elem);
+  return NULL;
+}
+
+/* Runs fn(args[i]) for i < n, on threads when n > 1 (and on this thread if none can start). */
+static void on_threads(void* (*fn)(void*), void* args, size_t size, size_t n) {
+  pthread_t* th = n > 1 ? calloc(n, sizeof(*th)) : NULL;
+  size_t started = 0;
+  for (; th && started < n; started++)
+    if (pthread_create(&th[started], NULL, fn, (char*)args + started * size) != 0) break;
+  for (size_t i = started; i < n; i++) fn((char*)args + i * size);
+  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  free(th);
 }
 
 /* The group's deferred inits, all at once; the first failure is returned (each failed
  * communicator stays, in state FAILED, for the caller to destroy). */
 static ncclResult_t run_pending(void) {
+  on_threads(init_elem, pending, sizeof(*pending), (size_t)npending);
   ncclResult_t res = ncclSuccess;
-  pthread_t* th = calloc((size_t)npending + 1, sizeof(*th));
-  int started = 0;
-  if (npending == 1 || !th) {
-    for (int i = 0; i < npending; i++) {
-      ncclResult_t r = shim_init_now(pending[i]);
-      if (res == ncclSuccess) res = r;
-    }
-  } else {
-    for (; started < npending; started++)
-      if (pthread_create(&th[started], NULL, init_thread, pending[started]) != 0) break;
-    for (int i = started; i < npending; i++) (void)shim_init_now(pending[i]); /* no thread: may wait its bound */
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    for (int i = 0; i < npending && res == ncclSuccess; i++) res = pending[i]->async;
-  }
-  free(th);
+  for (int i = 0; i < npending && res == ncclSuccess; i++) res = pending[i]->async;
   npending = 0;
   return res;
 }
 
+/* The queue, each communicator's calls together (on threads when there are several). */
+static ncclResult_t run_queue(void) {
+  struct comm_run* runs = calloc(nqueue + 1, sizeof(*runs));
+  if (!runs) {
+    nqueue = 0;
+    return shim_fail(NULL, ncclSystemError, "ncclGroupEnd: out of memory");
+  }
+  size_t nruns = 0;
+  for (size_t i = 0; i < nqueue; i++) {
+    size_t k = 0;
+    while (k < nruns && runs[k].comm != queue[i].comm) k++;
+    if (k == nruns) runs[nruns++] = (struct comm_run){queue[i].comm, queue, nqueue, ncclSuccess};
+  }
+  on_threads(run_comm_thread, runs, sizeof(*runs), nruns);
+  ncclResult_t res = ncclSuccess;
+  for (size_t k = 0; k < nruns && res == ncclSuccess; k++) res = runs[k].res;
+  free(runs);
+  nqueue = 0;
+  return res;
+}
+
 NCCL_API(ncclResult_t, GroupStart, void) {
-  mscclppResult_t r = mscclppGroupStart();
-  if (r != mscclppSuccess) return shim_fail_lib(NULL, r, "ncclGroupStart");
   depth++;
   return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, GroupEnd, void) {
   if (depth == 0) return shim_fail(NULL, ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
-  ncclResult_t res = ncclSuccess;
-  if (--depth == 0 && npending) res = run_pending();
-  mscclppResult_t r = mscclppGroupEnd();
-  if (r != mscclppSuccess && res == ncclSuccess) res = shim_fail_lib(NULL, r, "ncclGroupEnd");
+  if (--depth > 0) return ncclSuccess;
+  ncclResult_t res = npending ? run_pending() : ncclSuccess;
+  if (nqueue) {
+    ncclResult_t q = res == ncclSuccess ? run_queue() : (nqueue = 0, res);
+    if (res == ncclSuccess) res = q;
+  }
   return res;
 }
 

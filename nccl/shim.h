@@ -67,6 +67,31 @@ int shim_live(ncclComm_t comm);
  * (recorded, naming call) otherwise. */
 ncclResult_t shim_ready(ncclComm_t comm, const char* call);
 
+/* One collective or point-to-point call, as made: run at once, or queued in a group. */
+enum shim_kind {
+  SHIM_ALLREDUCE,
+  SHIM_ALLGATHER,
+  SHIM_REDUCESCATTER,
+  SHIM_BROADCAST,
+  SHIM_REDUCE,
+  SHIM_ALLTOALL,
+  SHIM_SEND,
+  SHIM_RECV
+};
+struct shim_op {
+  enum shim_kind kind;
+  const char* call; /* its NCCL name, for errors */
+  const void* send;
+  void* recv;
+  size_t count;
+  int dtype, redop, peer; /* peer: the root of broadcast and reduce, the peer of send and recv */
+  ncclComm_t comm;
+  cudaStream_t stream;
+};
+
+/* Runs op now (outside a group) or queues it for the outermost ncclGroupEnd (group.c). */
+ncclResult_t shim_submit(const struct shim_op* op);
+
 /* Groups of this thread (group.c). */
 int shim_group_depth(void);
 /* Queues comm's initialisation for the outermost ncclGroupEnd; InternalError when out of memory. */

@@ -27,8 +27,10 @@ nccl_test_target(nccl_threads ${CMAKE_CURRENT_LIST_DIR}/nccl_threads.c)
 add_test(NAME nccl_threads_initall_n4 COMMAND nccl_threads initall 4)
 add_test(NAME nccl_threads_group_n4 COMMAND nccl_threads group 4)
 add_test(NAME nccl_threads_group_n3 COMMAND nccl_threads group 3)
+add_test(NAME nccl_threads_onethread_n4 COMMAND nccl_threads onethread 4)
 
 set_tests_properties(nccl_abi nccl_threads_initall_n4 nccl_threads_group_n4 nccl_threads_group_n3
+                     nccl_threads_onethread_n4
                      PROPERTIES LABELS unit TIMEOUT 120)
 foreach(seq pytorch cupy errors)
   foreach(n 1 2 4)

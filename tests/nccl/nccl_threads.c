@@ -3,7 +3,10 @@
  *
  *   nccl_threads initall N    ncclCommInitAll, then a thread per rank runs collectives and a split
  *   nccl_threads group N      ncclCommInitRank for every rank inside one group on this thread,
- *                             then the same */
+ *                             then the same
+ *   nccl_threads onethread N  as nccl-tests -g N: the inits in one group, then every rank's
+ *                             collectives in one group on this one thread (queued, then each
+ *                             rank's run on a thread of its own at ncclGroupEnd) */
 #include <pthread.h>
 
 #include "nccl/nccl_common.h"
@@ -59,6 +62,27 @@ static void run_workers(ncclComm_t* comms) {
   for (int i = 0; i < nranks; i++) NOK(ncclCommDestroy(comms[i]));
 }
 
+/* Every rank's allreduce and allgather from this thread, in one group per collective. */
+static void one_thread(ncclComm_t* comms) {
+  enum { N = 300 };
+  static float x[64][N], y[64][N], g[64][N * 64];
+  for (int r = 0; r < nranks; r++)
+    for (int i = 0; i < N; i++) x[r][i] = (float)val(r, (size_t)i);
+  NOK(ncclGroupStart());
+  for (int r = 0; r < nranks; r++) NOK(ncclAllReduce(x[r], y[r], N, ncclFloat32, ncclSum, comms[r], NULL));
+  NOK(ncclGroupEnd());
+  NOK(ncclGroupStart());
+  for (int r = 0; r < nranks; r++) NOK(ncclAllGather(x[r], g[r], N, ncclFloat32, comms[r], NULL));
+  NOK(ncclGroupEnd());
+  for (int r = 0; r < nranks; r++)
+    for (int i = 0; i < N; i++) {
+      double want = 0;
+      for (int k = 0; k < nranks; k++) want += val(k, (size_t)i);
+      NCHECK(y[r][i] == (float)want);
+      for (int k = 0; k < nranks; k++) NCHECK(g[r][k * N + i] == (float)val(k, (size_t)i));
+    }
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) NFAIL("usage: nccl_threads initall|group N");
   nranks = atoi(argv[2]);
@@ -66,7 +90,7 @@ int main(int argc, char** argv) {
   ncclComm_t comms[64];
   if (!strcmp(argv[1], "initall")) {
     NOK(ncclCommInitAll(comms, nranks, NULL));
-  } else if (!strcmp(argv[1], "group")) {
+  } else if (!strcmp(argv[1], "group") || !strcmp(argv[1], "onethread")) {
     ncclUniqueId id;
     NOK(ncclGetUniqueId(&id));
     NOK(ncclGroupStart());
@@ -77,6 +101,7 @@ int main(int argc, char** argv) {
   } else {
     NFAIL("unknown mode %s", argv[1]);
   }
+  if (!strcmp(argv[1], "onethread")) one_thread(comms);
   run_workers(comms);
   printf("nccl_threads %s: %d ranks in one process OK\n", argv[1], nranks);
   return 0;
