@@ -8,6 +8,7 @@
 #include "coll/coll.h"
 #include "algo/cpu/net.h"
 #include "algo/gpu/gpu.h"
+#include "channel/ext.h"
 #include "core/comm.h"
 #include "coll/registry/registry.h"
 #include "util/err.h"
@@ -41,7 +42,7 @@ static int one_rank(const struct algo_comm* ac, const struct algo_args* a, msccl
   return 1;
 }
 
-mscclppResult_t coll_dispatch(struct algo_comm* ac, const struct algo_args* a) {
+static mscclppResult_t dispatch_here(struct algo_comm* ac, const struct algo_args* a) {
   const char* name = algo_coll_name(a->coll);
   MPP_CHECK(check_kind(ac, name));
   int by_plan = 0;
@@ -61,11 +62,27 @@ mscclppResult_t coll_dispatch(struct algo_comm* ac, const struct algo_args* a) {
   return d->run(ac, &call);
 }
 
+/* The device of a GPU rank's communicator (-1 for CPU ranks). */
+static int rank_device(const struct algo_comm* ac) { return ac->kind == mscclppRankGpu ? ac->comm->cuda_dev : -1; }
+
+/* A GPU rank's call runs with its communicator's device current (and the caller's is restored):
+ * a thread may drive ranks of several devices, as NCCL lets it. */
+mscclppResult_t coll_dispatch(struct algo_comm* ac, const struct algo_args* a) {
+  int dev = rank_device(ac), prev = ext_dev_enter(dev);
+  mscclppResult_t res = dispatch_here(ac, a);
+  ext_dev_leave(prev, dev);
+  return res;
+}
+
 mscclppResult_t coll_dispatch_p2p(struct p2p_op* ops, int nops) {
   int gpu = 0;
   for (int i = 0; i < nops; i++) {
     MPP_CHECK(check_kind(ops[i].ac, "send/recv"));
     gpu |= ops[i].ac->kind == mscclppRankGpu;
   }
-  return gpu ? gpu_p2p_run(ops, nops) : cpu_p2p_run(ops, nops); /* gpu_p2p_run refuses CPU ops */
+  if (!gpu) return cpu_p2p_run(ops, nops);
+  int dev = nops > 0 ? rank_device(ops[0].ac) : -1, prev = ext_dev_enter(dev);
+  mscclppResult_t res = gpu_p2p_run(ops, nops); /* gpu_p2p_run refuses CPU ops */
+  ext_dev_leave(prev, dev);
+  return res;
 }

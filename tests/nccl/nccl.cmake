@@ -5,6 +5,8 @@ function(nccl_test_target name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE mscclpp_nccl Threads::Threads ${CMAKE_DL_LIBS} m)
   target_compile_definitions(${name} PRIVATE _GNU_SOURCE)
+  # they need libnccl.so.2 (the library's soname), found in lib/nccl
+  set_target_properties(${name} PROPERTIES BUILD_RPATH "${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/nccl;${CMAKE_LIBRARY_OUTPUT_DIRECTORY}")
 endfunction()
 
 nccl_test_target(nccl_abi ${CMAKE_CURRENT_LIST_DIR}/nccl_abi.c)
