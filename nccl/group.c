@@ -158,6 +158,9 @@ NCCL_API(ncclResult_t, GroupEnd, void) {
     ncclResult_t q = res == ncclSuccess ? run_queue() : (nqueue = 0, res);
     if (res == ncclSuccess) res = q;
   }
+  /* thread-local arrays are not freed when their thread ends: give them back after every group */
+  free(queue), free(pending);
+  queue = NULL, pending = NULL, capqueue = 0, cappending = 0;
   return res;
 }
 

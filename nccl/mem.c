@@ -1,6 +1,5 @@
 /* mem.c - ncclMemAlloc/Free (memory peers can map: cuMem on a GPU, shareable host memory on a
  * machine without one) and buffer / window registration handles. */
-#include <stdint.h>
 #include <stdlib.h>
 
 #include <mscclpp/memory.h>
@@ -28,15 +27,38 @@ NCCL_API(ncclResult_t, MemFree, void* ptr) {
   return shim_fail_lib(NULL, mscclppMemFree(ptr), "ncclMemFree");
 }
 
-/* A registration: the range and the communicator it was made with. */
-#define REG_MAGIC 0x52454731u
+/* A registration: the range. The communicator lists its live ones, so a handle is checked by
+ * looking it up there, never by reading through it (it may have been freed). */
 struct shim_reg {
-  uint32_t magic;
-  ncclComm_t comm;
   void* buff;
   size_t size;
   int flags;
 };
+
+/* Adds g to comm's list (1), or 0 when out of memory. */
+static int reg_list_add(ncclComm_t comm, struct shim_reg* g) {
+  pthread_mutex_lock(&comm->lock);
+  int ok = 1;
+  if (comm->nregs == comm->capregs) {
+    size_t n = comm->capregs ? comm->capregs * 2 : 8;
+    void** q = realloc(comm->regs, n * sizeof(*q));
+    if (q) comm->regs = q, comm->capregs = n;
+    else ok = 0;
+  }
+  if (ok) comm->regs[comm->nregs++] = g;
+  pthread_mutex_unlock(&comm->lock);
+  return ok;
+}
+
+/* Removes handle from comm's list; 1 when it was there. */
+static int reg_list_remove(ncclComm_t comm, void* handle) {
+  pthread_mutex_lock(&comm->lock);
+  int found = 0;
+  for (size_t i = 0; i < comm->nregs && !found; i++)
+    if (comm->regs[i] == handle) comm->regs[i] = comm->regs[--comm->nregs], found = 1;
+  pthread_mutex_unlock(&comm->lock);
+  return found;
+}
 
 static ncclResult_t reg_make(ncclComm_t comm, void* buff, size_t size, int flags, const char* call, void** out) {
   ncclResult_t res = shim_ready(comm, call);
@@ -45,7 +67,11 @@ static ncclResult_t reg_make(ncclComm_t comm, void* buff, size_t size, int flags
     return shim_fail(comm, ncclInvalidArgument, "%s: buffer %p of %zu bytes, handle at %p", call, buff, size, (void*)out);
   struct shim_reg* g = malloc(sizeof(*g));
   if (!g) return shim_fail(comm, ncclSystemError, "%s: out of memory", call);
-  *g = (struct shim_reg){REG_MAGIC, comm, buff, size, flags};
+  *g = (struct shim_reg){buff, size, flags};
+  if (!reg_list_add(comm, g)) {
+    free(g);
+    return shim_fail(comm, ncclSystemError, "%s: out of memory", call);
+  }
   *out = g;
   return ncclSuccess;
 }
@@ -53,12 +79,16 @@ static ncclResult_t reg_make(ncclComm_t comm, void* buff, size_t size, int flags
 static ncclResult_t reg_free(ncclComm_t comm, void* handle, const char* call) {
   ncclResult_t res = shim_ready(comm, call);
   if (res != ncclSuccess) return res;
-  struct shim_reg* g = handle;
-  if (!g || g->magic != REG_MAGIC || g->comm != comm)
+  if (!handle || !reg_list_remove(comm, handle))
     return shim_fail(comm, ncclInvalidArgument, "%s: %p is not a registration of this communicator", call, handle);
-  g->magic = 0;
-  free(g);
+  free(handle);
   return ncclSuccess;
+}
+
+void shim_regs_free(ncclComm_t comm) {
+  for (size_t i = 0; i < comm->nregs; i++) free(comm->regs[i]);
+  free(comm->regs);
+  comm->regs = NULL, comm->nregs = comm->capregs = 0;
 }
 
 /* Registration records the range for the communicator. The built-in algorithms do not yet take

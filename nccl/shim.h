@@ -47,6 +47,8 @@ struct ncclComm {
   uint32_t splits;             /* splits made from this communicator (tags their messages) */
   pthread_mutex_t lock;
   char last[1024];             /* its last error's text */
+  void** regs;                 /* its live registrations and windows (mem.c), under lock */
+  size_t nregs, capregs;
 };
 
 /* The library's result in NCCL's terms (timeouts and aborts have no NCCL code of their own). */
@@ -104,5 +106,7 @@ ncclResult_t shim_init_now(ncclComm_t comm);
  * be NULL); InvalidArgument for a config of a wrong magic, or bad sizes. */
 ncclResult_t shim_comm_new(int nranks, ncclUniqueId id, int rank, const ncclConfig_t* config, ncclComm_t* out);
 void shim_comm_free(ncclComm_t comm);
+/* Frees the registrations comm still holds (mem.c; at teardown). */
+void shim_regs_free(ncclComm_t comm);
 
 #endif /* MSCCLPP_NCCL_SHIM_H_ */
