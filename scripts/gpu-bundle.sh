@@ -22,6 +22,7 @@ for f in $gpu_progs "$build"/bin/mscclpp-* "$build"/bin/example_*; do
   [ -e "$build/bin/$f" ] && cp -a "$build/bin/$f" "$dest/bin/"
 done
 mkdir -p "$dest/lib" && cp -a "$build"/lib/*.so* "$dest/lib/" 2>/dev/null || true
+[ -d "$build/lib/nccl" ] && cp -a "$build/lib/nccl" "$dest/lib/" # libnccl.so.2 -> ../libmscclpp_nccl.so
 cp "$build/CMakeCache.txt" "$dest/"
 (cd "$build" && find . -name CTestTestfile.cmake) | while read -r f; do
   mkdir -p "$dest/$(dirname "$f")" && cp "$build/$f" "$dest/$f"
