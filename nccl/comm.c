@@ -144,13 +144,21 @@ NCCL_API(ncclResult_t, GetUniqueId, ncclUniqueId* uniqueId) {
   return ncclSuccess;
 }
 
+/* The device NCCL gives a new rank: the caller's current one, taken now, since the init may run
+ * on another thread (a group's end, a nonblocking init). */
+static int caller_device(void) {
+  int dev = -1;
+  (void)mscclppGetCudaDevice(&dev);
+  return dev;
+}
+
 NCCL_API(ncclResult_t, CommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return init_rank(comm, nranks, commId, rank, NULL, -1);
+  return init_rank(comm, nranks, commId, rank, NULL, caller_device());
 }
 
 NCCL_API(ncclResult_t, CommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
          ncclConfig_t* config) {
-  return init_rank(comm, nranks, commId, rank, config, -1);
+  return init_rank(comm, nranks, commId, rank, config, caller_device());
 }
 
 /* Every rank passes the same nId ids; one root is enough for the bootstrap here, so the first
@@ -160,7 +168,7 @@ NCCL_API(ncclResult_t, CommInitRankScalable, ncclComm_t* newcomm, int nranks, in
   if (nId < 1 || !commIds)
     return shim_fail(NULL, ncclInvalidArgument, "ncclCommInitRankScalable: %d ids at %p; at least one", nId,
                      (void*)commIds);
-  return init_rank(newcomm, nranks, commIds[0], myrank, config, -1);
+  return init_rank(newcomm, nranks, commIds[0], myrank, config, caller_device());
 }
 
 struct init_all_arg {

@@ -70,6 +70,10 @@ mscclppResult_t mscclppCommLocalRank(mscclppComm_t comm, int* localRank, int* lo
 mscclppResult_t mscclppCommRankKind(mscclppComm_t comm, int rank, mscclppRankKind_t* kind);
 /* This rank's CUDA device, or -1 for a CPU rank. */
 mscclppResult_t mscclppCommCudaDevice(mscclppComm_t comm, int* device);
+/* The calling thread's current CUDA device, or -1 when this build or machine has no usable GPU:
+ * what a config's cudaDevice of -1 means, for a caller that creates the communicator on another
+ * thread. */
+mscclppResult_t mscclppGetCudaDevice(int* device);
 
 /* Tears down after the other ranks are done with this one (no collective wait). */
 mscclppResult_t mscclppCommDestroy(mscclppComm_t comm);

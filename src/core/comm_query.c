@@ -1,6 +1,7 @@
 /* comm_query.c - small accessors and the bootstrap collectives of the public API. */
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
+#include "sys/gpu.h"
 #include "util/err.h"
 
 mscclppResult_t mscclppCommRank(mscclppComm_t comm, int* rank) {
@@ -42,6 +43,15 @@ mscclppResult_t mscclppCommCudaDevice(mscclppComm_t comm, int* device) {
   COMM_CHECK(comm);
   MPP_CHECK_ARG(device != NULL, "mscclppCommCudaDevice: device is NULL");
   *device = comm->cuda_dev;
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppGetCudaDevice(int* device) {
+  err_clear();
+  MPP_CHECK_ARG(device != NULL, "mscclppGetCudaDevice: device is NULL");
+  *device = -1;
+  if (gpu_count() > 0 && gpu_current_device(device) != mscclppSuccess) *device = -1;
+  err_clear(); /* no current device is an answer (-1), not a failure */
   return mscclppSuccess;
 }
 

@@ -20,14 +20,17 @@
 #include "util/timeutil.h"
 
 /* What cuda-ipc adds to a buffer's description: the cuMem allocation's export in the owner's fd
- * service (CUDA_VMM), or the legacy IPC handle of the cudaMalloc allocation (CUDA_IPC). */
+ * service (CUDA_VMM), or the legacy IPC handle of the cudaMalloc allocation (CUDA_IPC); and the
+ * allocation's address in the owner's process, which a GPU rank of that same process uses as it
+ * is (CUDA refuses to open an IPC handle in the process that made it). */
 #define IPC_HANDLE_BYTES 64
 struct cuda_part {
   struct fd_ref fd;
   uint8_t ipc_handle[IPC_HANDLE_BYTES];
+  uint64_t base;
 };
 _Static_assert(sizeof(struct cuda_part) <= TRANSPORT_PART_BYTES, "cuda-ipc's part must fit");
-#define CUDA_PART_WIRE_BYTES (FD_REF_WIRE_BYTES + IPC_HANDLE_BYTES)
+#define CUDA_PART_WIRE_BYTES (FD_REF_WIRE_BYTES + IPC_HANDLE_BYTES + 8)
 
 #if MSCCLPP_HAVE_CUDA
 
@@ -78,8 +81,9 @@ static mscclppResult_t export_vmm(struct transport_mem* mem) {
 }
 
 static mscclppResult_t cuda_export(struct transport_mem* mem, const struct mem_info* info) {
+  if (info->kind != MEM_KIND_CUDA_IPC && info->kind != MEM_KIND_CUDA_VMM) return mscclppSuccess;
+  cuda_part(&mem->d)->base = (uint64_t)(uintptr_t)info->base;
   if (info->kind == MEM_KIND_CUDA_VMM) return export_vmm(mem);
-  if (info->kind != MEM_KIND_CUDA_IPC) return mscclppSuccess;
   cudaIpcMemHandle_t h;
   _Static_assert(sizeof(h) == IPC_HANDLE_BYTES, "cudaIpcMemHandle_t size");
   CUDA_CHECK(cudaIpcGetMemHandle(&h, info->base));
@@ -92,9 +96,28 @@ static void cuda_unexport(struct transport_mem* mem) {
   if (mem->d.kind == MEM_KIND_CUDA_VMM) fd_service_remove(mem->tc->fds, cuda_part(&mem->d)->fd.id);
 }
 
+/* A cudaMalloc allocation of a GPU rank of this process: its own address, reached from this rank's
+ * device (current) once peer access to the owner's device is on. */
+static mscclppResult_t import_same_process(struct transport_mem* mem) {
+  struct regmem_desc* d = &mem->d;
+  int dev = mem->tc->cuda_dev, can = 0;
+  if (d->cuda_dev != dev) {
+    CUDA_CHECK(cudaDeviceCanAccessPeer(&can, dev, d->cuda_dev));
+    if (!can)
+      return MPP_ERR(mscclppInvalidUsage, "p2p: GPU %d cannot access GPU %d (rank %d's buffer, in this process)", dev,
+                     d->cuda_dev, d->owner);
+    cudaError_t e = cudaDeviceEnablePeerAccess(d->cuda_dev, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError(); /* on already: what is wanted */
+    else if (e != cudaSuccess) return cuda_error(e, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
+  }
+  mem->ptr = (char*)(uintptr_t)cuda_part(d)->base + d->alloc_offset;
+  return mscclppSuccess;
+}
+
 /* Opens a peer's cudaMalloc allocation and checks it is as large as the blob says. */
 static mscclppResult_t import_legacy(struct transport_mem* mem) {
   struct regmem_desc* d = &mem->d;
+  if (d->pid == (int32_t)getpid()) return import_same_process(mem);
   cudaIpcMemHandle_t h;
   memcpy(&h, cuda_part(d)->ipc_handle, sizeof(h));
   void* base = NULL;
@@ -338,6 +361,7 @@ static void cuda_encode_part(const union transport_part* part, uint8_t* out) {
   const struct cuda_part* p = (const struct cuda_part*)(const void*)part;
   fd_ref_encode(&p->fd, out);
   memcpy(out + FD_REF_WIRE_BYTES, p->ipc_handle, IPC_HANDLE_BYTES);
+  for (int i = 0; i < 8; i++) out[FD_REF_WIRE_BYTES + IPC_HANDLE_BYTES + i] = (uint8_t)(p->base >> (8 * i));
 }
 
 static mscclppResult_t cuda_decode_part(const uint8_t* in, const struct regmem_desc* d, union transport_part* part) {
@@ -345,6 +369,8 @@ static mscclppResult_t cuda_decode_part(const uint8_t* in, const struct regmem_d
   struct cuda_part* p = (struct cuda_part*)(void*)part;
   fd_ref_decode(in, &p->fd);
   memcpy(p->ipc_handle, in + FD_REF_WIRE_BYTES, IPC_HANDLE_BYTES);
+  p->base = 0;
+  for (int i = 0; i < 8; i++) p->base |= (uint64_t)in[FD_REF_WIRE_BYTES + IPC_HANDLE_BYTES + i] << (8 * i);
   return mscclppSuccess;
 }
 

@@ -65,7 +65,7 @@ static inline int transport_same_host(const struct transport_comm* tc, int r) {
 /* ---- registered memory ------------------------------------------------------------------------ */
 
 /* The most bytes of its own a transport adds to a buffer's description. */
-#define TRANSPORT_PART_BYTES 80
+#define TRANSPORT_PART_BYTES 96
 
 /* A transport's own fields of a buffer's description (each transport casts it to its struct). */
 union transport_part {
@@ -189,9 +189,9 @@ void transport_comm_stop(struct transport_comm* tc);
 /* ---- the blob (blob.c) ------------------------------------------------------------------------ */
 
 #define REGBLOB_MAGIC 0x4d52504du /* "MPRM" little endian */
-#define REGBLOB_VERSION 2
+#define REGBLOB_VERSION 3
 
-/* The blob's length: the common fields, every row's part and the checksum (184 bytes with today's
+/* The blob's length: the common fields, every row's part and the checksum (192 bytes with today's
  * rows; at most MSCCLPP_REGMEM_BLOB_BYTES, which regblob_check_rows checks). */
 size_t regblob_bytes(void);
 
