@@ -52,6 +52,7 @@ ncclResult_t shim_comm_new(int nranks, ncclUniqueId id, int rank, const ncclConf
 
 void shim_comm_free(ncclComm_t comm) {
   shim_live_remove(comm);
+  shim_worker_stop(comm->worker);
   shim_regs_free(comm);
   pthread_mutex_destroy(&comm->lock);
   free(comm);

@@ -4,7 +4,8 @@
  * since every rank's init waits for the others), then runs the queue: each communicator's calls
  * in call order inside one library group (mscclppGroupStart/End, which progresses its sends and
  * receives together). When the queue holds several communicators (ranks driven from one thread),
- * each runs on a thread of its own, since one rank's call may wait for another's. */
+ * each but the first runs on its communicator's worker thread (worker.c) while this thread runs
+ * the first, since one rank's call may wait for another's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,10 +93,7 @@ static void run_comm(struct comm_run* cr) {
   cr->res = shim_fail_lib(cr->comm, r, "ncclGroupEnd");
 }
 
-static void* run_comm_thread(void* arg) {
-  run_comm(arg);
-  return NULL;
-}
+static void run_comm_job(void* arg) { run_comm(arg); }
 
 /* Initialises the communicator an element of the pending array points to. */
 static void* init_elem(void* elem) {
@@ -137,7 +135,19 @@ static ncclResult_t run_queue(void) {
     while (k < nruns && runs[k].comm != queue[i].comm) k++;
     if (k == nruns) runs[nruns++] = (struct comm_run){queue[i].comm, queue, nqueue, ncclSuccess};
   }
-  on_threads(run_comm_thread, runs, sizeof(*runs), nruns);
+  /* every communicator but the first on its worker, the first here; without a worker (no thread
+   * could be made) a part runs here after the others, which ranks of CPU kind may not survive */
+  int* posted = calloc(nruns, sizeof(int));
+  for (size_t k = 1; posted && k < nruns; k++) {
+    if (!runs[k].comm->worker) runs[k].comm->worker = shim_worker_start();
+    if (runs[k].comm->worker) shim_worker_post(runs[k].comm->worker, run_comm_job, &runs[k]), posted[k] = 1;
+  }
+  run_comm(&runs[0]);
+  for (size_t k = 1; k < nruns; k++) {
+    if (posted && posted[k]) shim_worker_wait(runs[k].comm->worker);
+    else run_comm(&runs[k]);
+  }
+  free(posted);
   ncclResult_t res = ncclSuccess;
   for (size_t k = 0; k < nruns && res == ncclSuccess; k++) res = runs[k].res;
   free(runs);

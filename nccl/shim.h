@@ -49,6 +49,7 @@ struct ncclComm {
   char last[1024];             /* its last error's text */
   void** regs;                 /* its live registrations and windows (mem.c), under lock */
   size_t nregs, capregs;
+  struct shim_worker* worker;  /* its thread for groups of several communicators (worker.c), or NULL */
 };
 
 /* The library's result in NCCL's terms (timeouts and aborts have no NCCL code of their own). */
@@ -93,6 +94,13 @@ struct shim_op {
 
 /* Runs op now (outside a group) or queues it for the outermost ncclGroupEnd (group.c). */
 ncclResult_t shim_submit(const struct shim_op* op);
+
+/* A thread that runs one job at a time (worker.c): start (NULL when no thread can be made), post
+ * fn(arg), wait for it, stop (joins; NULL is fine). */
+struct shim_worker* shim_worker_start(void);
+void shim_worker_post(struct shim_worker* w, void (*fn)(void*), void* arg);
+void shim_worker_wait(struct shim_worker* w);
+void shim_worker_stop(struct shim_worker* w);
 
 /* Groups of this thread (group.c). */
 int shim_group_depth(void);
