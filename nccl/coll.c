@@ -1,6 +1,8 @@
 /* coll.c - the collectives and point-to-point calls: NCCL's types and values are the library's
  * (collectives.h keeps NCCL's numbering), so each call becomes one shim_op, run at once or queued
  * in the thread's group (group.c). Gather and Scatter are groups of sends and receives. */
+#include <stdlib.h>
+
 #include "shim.h"
 
 /* Checks comm, then runs expr (a library call) and maps its result, naming call. */
@@ -113,15 +115,23 @@ NCCL_API(ncclResult_t, RedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   FORWARD(comm, "ncclRedOpDestroy", mscclppRedOpDestroy((mscclppRedOp_t)op, comm->c));
 }
 
-/* The 2.28 device API (device communicators for kernels of the user's) is not provided. */
+/* The 2.28 device API (device communicators for kernels of the user's): the real NCCL's, when one
+ * is configured (fallback.c); otherwise not provided. */
+static ncclResult_t devcomm(ncclComm_t comm, const void* reqs, void* out, int create) {
+  const char* call = create ? "ncclDevCommCreate" : "ncclDevCommDestroy";
+  ncclResult_t res = shim_ready(comm, call);
+  if (res != ncclSuccess) return res;
+  const char* path = getenv("MSCCLPP_NCCL_LIB_PATH");
+  if (!path || !*path)
+    return shim_fail(comm, ncclInvalidUsage, "%s: the NCCL device API is not provided by this library (set "
+                     "MSCCLPP_NCCL_LIB_PATH to a real NCCL to use its)", call);
+  return shim_fallback_devcomm(comm, reqs, out, create);
+}
+
 NCCL_API(ncclResult_t, DevCommCreate, ncclComm_t comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm) {
-  (void)reqs, (void)outDevComm;
-  return shim_fail(shim_live(comm) ? comm : NULL, ncclInvalidUsage,
-                   "ncclDevCommCreate: the NCCL device API is not provided by this library");
+  return devcomm(comm, reqs, outDevComm, 1);
 }
 
 NCCL_API(ncclResult_t, DevCommDestroy, ncclComm_t comm, const ncclDevComm_t* devComm) {
-  (void)devComm;
-  return shim_fail(shim_live(comm) ? comm : NULL, ncclInvalidUsage,
-                   "ncclDevCommDestroy: the NCCL device API is not provided by this library");
+  return devcomm(comm, devComm, NULL, 0);
 }

@@ -235,6 +235,7 @@ static ncclResult_t teardown(ncclComm_t comm, int abort, const char* call) {
                      (void*)comm);
   join_init(comm);
   mscclppResult_t r = mscclppSuccess;
+  shim_fallback_free(comm, abort);
   if (comm->c) r = abort ? mscclppCommAbort(comm->c) : mscclppCommDestroy(comm->c);
   ncclResult_t res = shim_fail_lib(NULL, r, call);
   shim_comm_free(comm);

@@ -61,7 +61,9 @@ static mscclppResult_t run_op(const struct shim_op* o) {
 ncclResult_t shim_submit(const struct shim_op* op) {
   if (depth == 0) {
     ncclResult_t res = shim_ready(op->comm, op->call);
-    return res != ncclSuccess ? res : shim_fail_lib(op->comm, run_op(op), op->call);
+    if (res != ncclSuccess) return res;
+    if (shim_fallback_forced(op->kind)) return shim_fallback_run(op);
+    return shim_fail_lib(op->comm, run_op(op), op->call);
   }
   if (!op->comm || !shim_live(op->comm)) /* pending inits of this group are live already */
     return shim_fail(NULL, ncclInvalidArgument, "%s: %p is not a communicator (never made, or destroyed)", op->call,
@@ -79,18 +81,33 @@ struct comm_run {
   ncclResult_t res;
 };
 
+/* The calls of cr's communicator that go to the real NCCL, in one of its groups. */
+static ncclResult_t run_forwarded(struct comm_run* cr) {
+  size_t n = 0;
+  for (size_t i = 0; i < cr->nops; i++) n += cr->ops[i].comm == cr->comm && shim_fallback_forced(cr->ops[i].kind);
+  if (n == 0) return ncclSuccess;
+  ncclResult_t res = shim_fallback_group(1);
+  for (size_t i = 0; res == ncclSuccess && i < cr->nops; i++)
+    if (cr->ops[i].comm == cr->comm && shim_fallback_forced(cr->ops[i].kind)) res = shim_fallback_run(&cr->ops[i]);
+  ncclResult_t end = shim_fallback_group(0);
+  return res != ncclSuccess ? res : end;
+}
+
+/* cr's calls: the library's in one library group, then those forced to the real NCCL in one of
+ * its groups (enqueued after them on their streams). */
 static void run_comm(struct comm_run* cr) {
   cr->res = shim_ready(cr->comm, cr->nops ? cr->ops[0].call : "ncclGroupEnd");
   if (cr->res != ncclSuccess) return;
   mscclppResult_t r = mscclppGroupStart();
   for (size_t i = 0; r == mscclppSuccess && i < cr->nops; i++)
-    if (cr->ops[i].comm == cr->comm && (r = run_op(&cr->ops[i])) != mscclppSuccess) {
+    if (cr->ops[i].comm == cr->comm && !shim_fallback_forced(cr->ops[i].kind) && (r = run_op(&cr->ops[i])) != mscclppSuccess) {
       cr->res = shim_fail_lib(cr->comm, r, cr->ops[i].call);
       (void)mscclppGroupEnd();
       return;
     }
   r = mscclppGroupEnd();
   cr->res = shim_fail_lib(cr->comm, r, "ncclGroupEnd");
+  if (cr->res == ncclSuccess) cr->res = run_forwarded(cr);
 }
 
 static void run_comm_job(void* arg) { run_comm(arg); }

@@ -50,6 +50,7 @@ struct ncclComm {
   void** regs;                 /* its live registrations and windows (mem.c), under lock */
   size_t nregs, capregs;
   struct shim_worker* worker;  /* its thread for groups of several communicators (worker.c), or NULL */
+  void* real;                  /* its twin in the real NCCL (fallback.c), made on first use, or NULL */
 };
 
 /* The library's result in NCCL's terms (timeouts and aborts have no NCCL code of their own). */
@@ -101,6 +102,15 @@ struct shim_worker* shim_worker_start(void);
 void shim_worker_post(struct shim_worker* w, void (*fn)(void*), void* arg);
 void shim_worker_wait(struct shim_worker* w);
 void shim_worker_stop(struct shim_worker* w);
+
+/* The real NCCL (fallback.c): whether calls of kind go there (MSCCLPP_NCCL_FALLBACK); one such
+ * call on the communicator's real twin (made on first use); real group brackets (start 1 / 0;
+ * Success without a real NCCL); the device API there; the twin's teardown. */
+int shim_fallback_forced(enum shim_kind kind);
+ncclResult_t shim_fallback_run(const struct shim_op* op);
+ncclResult_t shim_fallback_group(int start);
+ncclResult_t shim_fallback_devcomm(ncclComm_t comm, const void* reqs, void* out, int create);
+void shim_fallback_free(ncclComm_t comm, int abort);
 
 /* Groups of this thread (group.c). */
 int shim_group_depth(void);

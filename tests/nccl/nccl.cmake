@@ -40,3 +40,18 @@ foreach(seq pytorch cupy errors)
   endforeach()
 endforeach()
 set_tests_properties(nccl_seq_pytorch_n3 PROPERTIES LABELS mp TIMEOUT 300)
+
+# The fallback to a real NCCL, with a fake one (fake_nccl.c) standing in for it.
+add_library(fake_nccl SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_nccl.c)
+target_include_directories(fake_nccl PRIVATE ${PROJECT_SOURCE_DIR}/nccl/include)
+target_compile_definitions(fake_nccl PRIVATE MSCCLPP_NCCL_NO_CUDA_HEADERS=1)
+set_target_properties(fake_nccl PROPERTIES OUTPUT_NAME fakenccl)
+nccl_test_target(nccl_fallback ${CMAKE_CURRENT_LIST_DIR}/nccl_fallback.c)
+add_dependencies(nccl_fallback fake_nccl)
+add_test(NAME nccl_fallback_forward_n3 COMMAND mscclpp-run -n 3 $<TARGET_FILE:nccl_fallback> forward
+         ${CMAKE_CURRENT_BINARY_DIR}/nccl_fallback_forward.id)
+set_tests_properties(nccl_fallback_forward_n3 PROPERTIES LABELS mp TIMEOUT 120
+  ENVIRONMENT "MSCCLPP_NCCL_LIB_PATH=$<TARGET_FILE:fake_nccl>;MSCCLPP_NCCL_FALLBACK=allreduce")
+add_test(NAME nccl_fallback_missing_n2 COMMAND mscclpp-run -n 2 $<TARGET_FILE:nccl_fallback> missing
+         ${CMAKE_CURRENT_BINARY_DIR}/nccl_fallback_missing.id)
+set_tests_properties(nccl_fallback_missing_n2 PROPERTIES LABELS mp TIMEOUT 120 ENVIRONMENT "MSCCLPP_NCCL_FALLBACK=allreduce")

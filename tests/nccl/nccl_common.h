@@ -52,7 +52,7 @@ static inline int env_int(const char* name, int def) {
 static inline ncclUniqueId share_id(int rank, const char* path) {
   ncclUniqueId id;
   if (rank == 0) {
-    char tmp[4096];
+    char tmp[8192];
     NOK(ncclGetUniqueId(&id));
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE* f = fopen(tmp, "wb");

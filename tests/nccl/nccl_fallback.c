@@ -1,0 +1,69 @@
+/* nccl_fallback.c - calls forced to a real NCCL (MSCCLPP_NCCL_FALLBACK=allreduce), with
+ * tests/nccl/fake_nccl.c standing in for it (MSCCLPP_NCCL_LIB_PATH), on CPU ranks:
+ *
+ *   nccl_fallback forward IDFILE   allreduce goes to the fake (its marks, one id on every rank,
+ *                                  one twin per communicator), allgather stays native, also mixed
+ *                                  in one group; the twin is destroyed with the communicator
+ *   nccl_fallback missing IDFILE   MSCCLPP_NCCL_LIB_PATH unset: the forced call fails saying why
+ *
+ * under mscclpp-run -n N. */
+#include <dlfcn.h>
+
+#include "nccl/nccl_common.h"
+
+static int rank, nranks;
+
+static int fake_calls(int what) {
+  void* h = dlopen(getenv("MSCCLPP_NCCL_LIB_PATH"), RTLD_NOW | RTLD_NOLOAD);
+  NCHECK(h != NULL);
+  int (*f)(int) = (int (*)(int))dlsym(h, "fake_nccl_calls");
+  NCHECK(f != NULL);
+  int n = f(what);
+  dlclose(h);
+  return n;
+}
+
+static void forward(ncclComm_t comm) {
+  float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];
+  float g[8 * 16];
+  NOK(ncclAllReduce(x, y, 8, ncclFloat32, ncclSum, comm, NULL));
+  float mark = y[0];
+  NCHECK(mark >= 1000 + 17 + rank && mark == y[7]); /* the fake's mark, not a sum */
+  /* every rank's twin got the same id: mark - rank is the same everywhere */
+  float base = mark - (float)rank, all[16];
+  NOK(ncclAllGather(&base, all, 1, ncclFloat32, comm, NULL)); /* native */
+  for (int r = 0; r < nranks; r++) NCHECK(all[r] == base);
+  NOK(ncclGroupStart());
+  NOK(ncclAllReduce(x, y, 8, ncclFloat32, ncclSum, comm, NULL));
+  NOK(ncclAllGather(x, g, 8, ncclFloat32, comm, NULL));
+  NOK(ncclGroupEnd());
+  NCHECK(y[3] == mark);
+  for (int r = 0; r < nranks; r++) NCHECK(g[r * 8 + 2] == 3.0f); /* the native allgather ran */
+  NCHECK(fake_calls(0) == 1 && fake_calls(2) == 2 && fake_calls(3) == 0 && fake_calls(4) == 1 && fake_calls(5) == 1);
+  NERR(ncclDevCommCreate(comm, NULL, NULL), ncclInvalidUsage, "has no device API");
+  NOK(ncclCommDestroy(comm));
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) NFAIL("usage: nccl_fallback forward|missing IDFILE (under mscclpp-run)");
+  rank = env_int("MSCCLPP_RANK", -1), nranks = env_int("MSCCLPP_WORLD_SIZE", -1);
+  char path[4096];
+  snprintf(path, sizeof(path), "%s.%s", argv[2], getenv("MSCCLPP_MASTER_PORT") ? getenv("MSCCLPP_MASTER_PORT") : "0");
+  ncclUniqueId id = share_id(rank, path);
+  ncclComm_t comm;
+  NOK(ncclCommInitRank(&comm, nranks, id, rank));
+  if (!strcmp(argv[1], "forward")) {
+    forward(comm);
+    NCHECK(fake_calls(1) == 1); /* the twin went with its communicator */
+  } else if (!strcmp(argv[1], "missing")) {
+    float x[4] = {0}, g[16];
+    NERR(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidUsage, "MSCCLPP_NCCL_LIB_PATH is not set");
+    NOK(ncclAllGather(x, g, 1, ncclFloat32, comm, NULL)); /* what is not forced is native */
+    NOK(ncclCommDestroy(comm));
+  } else {
+    NFAIL("unknown mode %s", argv[1]);
+  }
+  if (rank == 0) unlink(path);
+  printf("rank %d: fallback %s OK\n", rank, argv[1]);
+  return 0;
+}
