@@ -14,15 +14,16 @@ from cupy.cuda import nccl
 
 
 def share_id(rank, path):
+    """The id as CuPy takes it (bytes; older CuPy returned a tuple of signed chars)."""
     if rank == 0:
-        uid = nccl.get_unique_id()
-        with open(path + ".tmp", "w") as f:
-            f.write(",".join(str(v) for v in uid))
+        uid = bytes(v & 0xff for v in nccl.get_unique_id())
+        with open(path + ".tmp", "wb") as f:
+            f.write(uid)
         os.rename(path + ".tmp", path)
         return uid
     for _ in range(6000):
         if os.path.exists(path):
-            return tuple(int(v) for v in open(path).read().split(","))
+            return open(path, "rb").read()
         time.sleep(0.01)
     sys.exit("no unique id at %s" % path)
 
@@ -106,7 +107,7 @@ def main():
     comm.destroy()
 
     uid2 = share_id(rank, path + ".vllm")
-    vllm_style(rank, n, bytes(ctypes.c_byte(v).value & 0xff for v in uid2), dev)
+    vllm_style(rank, n, uid2, dev)
     if rank == 0:
         os.unlink(path)
         os.unlink(path + ".vllm")
