@@ -11,13 +11,38 @@
 
 #include "shim.h"
 
-static _Thread_local int depth;
-static _Thread_local ncclComm_t* pending;
-static _Thread_local int npending, cappending;
-static _Thread_local struct shim_op* queue;
-static _Thread_local size_t nqueue, capqueue;
+/* A thread's group: its depth, the inits it defers and the calls it queues. The arrays stay
+ * allocated from group to group (a steady loop of groups allocates nothing) and are freed when
+ * the thread ends (a key destructor). */
+struct group_state {
+  int depth;
+  ncclComm_t* pending;
+  size_t npending, cappending;
+  struct shim_op* queue;
+  size_t nqueue, capqueue;
+};
 
-int shim_group_depth(void) { return depth; }
+static _Thread_local struct group_state* gs;
+static pthread_key_t gs_key;
+static pthread_once_t gs_once = PTHREAD_ONCE_INIT;
+
+static void gs_free(void* p) {
+  struct group_state* s = p;
+  free(s->pending), free(s->queue), free(s);
+}
+
+static void gs_make_key(void) { (void)pthread_key_create(&gs_key, gs_free); }
+
+/* The thread's state, made on first use; NULL when out of memory. */
+static struct group_state* state(void) {
+  if (gs) return gs;
+  pthread_once(&gs_once, gs_make_key);
+  gs = calloc(1, sizeof(*gs));
+  if (gs) (void)pthread_setspecific(gs_key, gs);
+  return gs;
+}
+
+int shim_group_depth(void) { return gs ? gs->depth : 0; }
 
 /* Appends *item to the thread's array *arr (of *n, room *cap); 0, or -1 out of memory. */
 static int append(void** arr, size_t* n, size_t* cap, const void* item, size_t size) {
@@ -33,10 +58,9 @@ static int append(void** arr, size_t* n, size_t* cap, const void* item, size_t s
 }
 
 ncclResult_t shim_group_defer_init(ncclComm_t comm) {
-  size_t n = (size_t)npending, cap = (size_t)cappending;
-  if (append((void**)&pending, &n, &cap, &comm, sizeof(comm)))
+  struct group_state* s = state();
+  if (!s || append((void**)&s->pending, &s->npending, &s->cappending, &comm, sizeof(comm)))
     return shim_fail(comm, ncclSystemError, "ncclCommInitRank in a group: out of memory");
-  npending = (int)n, cappending = (int)cap;
   return ncclSuccess;
 }
 
@@ -59,7 +83,7 @@ static mscclppResult_t run_op(const struct shim_op* o) {
 }
 
 ncclResult_t shim_submit(const struct shim_op* op) {
-  if (depth == 0) {
+  if (shim_group_depth() == 0) {
     ncclResult_t res = shim_ready(op->comm, op->call);
     if (res != ncclSuccess) return res;
     if (shim_fallback_forced(op->kind)) return shim_fallback_run(op);
@@ -68,7 +92,7 @@ ncclResult_t shim_submit(const struct shim_op* op) {
   if (!op->comm || !shim_live(op->comm)) /* pending inits of this group are live already */
     return shim_fail(NULL, ncclInvalidArgument, "%s: %p is not a communicator (never made, or destroyed)", op->call,
                      (void*)op->comm);
-  if (append((void**)&queue, &nqueue, &capqueue, op, sizeof(*op)))
+  if (append((void**)&gs->queue, &gs->nqueue, &gs->capqueue, op, sizeof(*op)))
     return shim_fail(op->comm, ncclSystemError, "%s in a group: out of memory", op->call);
   return ncclSuccess;
 }
@@ -131,63 +155,75 @@ static void on_threads(void* (*fn)(void*), void* args, size_t size, size_t n) {
 
 /* The group's deferred inits, all at once; the first failure is returned (each failed
  * communicator stays, in state FAILED, for the caller to destroy). */
-static ncclResult_t run_pending(void) {
-  on_threads(init_elem, pending, sizeof(*pending), (size_t)npending);
+static ncclResult_t run_pending(struct group_state* s) {
+  on_threads(init_elem, s->pending, sizeof(*s->pending), s->npending);
   ncclResult_t res = ncclSuccess;
-  for (int i = 0; i < npending && res == ncclSuccess; i++) res = pending[i]->async;
-  npending = 0;
+  for (size_t i = 0; i < s->npending && res == ncclSuccess; i++) res = s->pending[i]->async;
+  s->npending = 0;
   return res;
 }
 
-/* The queue, each communicator's calls together (on threads when there are several). */
-static ncclResult_t run_queue(void) {
-  struct comm_run* runs = calloc(nqueue + 1, sizeof(*runs));
-  if (!runs) {
-    nqueue = 0;
-    return shim_fail(NULL, ncclSystemError, "ncclGroupEnd: out of memory");
-  }
+/* Most groups hold one or a few communicators: their runs live on the stack up to this many. */
+#define RUNS_ON_STACK 16
+
+/* The queue, each communicator's calls together: every communicator but the first on its worker,
+ * the first on this thread. Without a worker (no thread could be made) a part runs here after
+ * the others, which ranks of CPU kind may not survive. */
+static ncclResult_t run_queue(struct group_state* s) {
+  struct comm_run stack_runs[RUNS_ON_STACK];
+  int stack_posted[RUNS_ON_STACK];
+  struct comm_run* runs = stack_runs;
+  int* posted = stack_posted;
   size_t nruns = 0;
-  for (size_t i = 0; i < nqueue; i++) {
+  for (size_t i = 0; i < s->nqueue; i++) { /* distinct communicators, in order of first call */
     size_t k = 0;
-    while (k < nruns && runs[k].comm != queue[i].comm) k++;
-    if (k == nruns) runs[nruns++] = (struct comm_run){queue[i].comm, queue, nqueue, ncclSuccess};
+    while (k < nruns && runs[k].comm != s->queue[i].comm) k++;
+    if (k < nruns) continue;
+    if (nruns == RUNS_ON_STACK && runs == stack_runs) {
+      runs = malloc(s->nqueue * sizeof(*runs)), posted = malloc(s->nqueue * sizeof(*posted));
+      if (!runs || !posted) {
+        if (runs != stack_runs) free(runs);
+        free(posted == stack_posted ? NULL : posted);
+        s->nqueue = 0;
+        return shim_fail(NULL, ncclSystemError, "ncclGroupEnd: out of memory");
+      }
+      memcpy(runs, stack_runs, sizeof(stack_runs));
+    }
+    runs[nruns++] = (struct comm_run){s->queue[i].comm, s->queue, s->nqueue, ncclSuccess};
   }
-  /* every communicator but the first on its worker, the first here; without a worker (no thread
-   * could be made) a part runs here after the others, which ranks of CPU kind may not survive */
-  int* posted = calloc(nruns, sizeof(int));
-  for (size_t k = 1; posted && k < nruns; k++) {
-    if (!runs[k].comm->worker) runs[k].comm->worker = shim_worker_start();
-    if (runs[k].comm->worker) shim_worker_post(runs[k].comm->worker, run_comm_job, &runs[k]), posted[k] = 1;
-  }
-  run_comm(&runs[0]);
   for (size_t k = 1; k < nruns; k++) {
-    if (posted && posted[k]) shim_worker_wait(runs[k].comm->worker);
+    if (!runs[k].comm->worker) runs[k].comm->worker = shim_worker_start();
+    posted[k] = runs[k].comm->worker != NULL;
+    if (posted[k]) shim_worker_post(runs[k].comm->worker, run_comm_job, &runs[k]);
+  }
+  if (nruns) run_comm(&runs[0]);
+  for (size_t k = 1; k < nruns; k++) {
+    if (posted[k]) shim_worker_wait(runs[k].comm->worker);
     else run_comm(&runs[k]);
   }
-  free(posted);
   ncclResult_t res = ncclSuccess;
   for (size_t k = 0; k < nruns && res == ncclSuccess; k++) res = runs[k].res;
-  free(runs);
-  nqueue = 0;
+  if (runs != stack_runs) free(runs), free(posted);
+  s->nqueue = 0;
   return res;
 }
 
 NCCL_API(ncclResult_t, GroupStart, void) {
-  depth++;
+  struct group_state* s = state();
+  if (!s) return shim_fail(NULL, ncclSystemError, "ncclGroupStart: out of memory");
+  s->depth++;
   return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, GroupEnd, void) {
-  if (depth == 0) return shim_fail(NULL, ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
-  if (--depth > 0) return ncclSuccess;
-  ncclResult_t res = npending ? run_pending() : ncclSuccess;
-  if (nqueue) {
-    ncclResult_t q = res == ncclSuccess ? run_queue() : (nqueue = 0, res);
+  struct group_state* s = gs;
+  if (!s || s->depth == 0) return shim_fail(NULL, ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
+  if (--s->depth > 0) return ncclSuccess;
+  ncclResult_t res = s->npending ? run_pending(s) : ncclSuccess;
+  if (s->nqueue) {
+    ncclResult_t q = res == ncclSuccess ? run_queue(s) : (s->nqueue = 0, res);
     if (res == ncclSuccess) res = q;
   }
-  /* thread-local arrays are not freed when their thread ends: give them back after every group */
-  free(queue), free(pending);
-  queue = NULL, pending = NULL, capqueue = 0, cappending = 0;
   return res;
 }
 
