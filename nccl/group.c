@@ -6,6 +6,7 @@
  * receives together). When the queue holds several communicators (ranks driven from one thread),
  * each but the first runs on its communicator's worker thread (worker.c) while this thread runs
  * the first, since one rank's call may wait for another's. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,7 +203,15 @@ static ncclResult_t run_queue(struct group_state* s) {
     else run_comm(&runs[k]);
   }
   ncclResult_t res = ncclSuccess;
-  for (size_t k = 0; k < nruns && res == ncclSuccess; k++) res = runs[k].res;
+  for (size_t k = 0; k < nruns && res == ncclSuccess; k++) {
+    if (runs[k].res == ncclSuccess) continue;
+    /* a worker recorded the failure as its own thread's: make it this thread's too */
+    char text[1024];
+    pthread_mutex_lock(&runs[k].comm->lock);
+    snprintf(text, sizeof(text), "%s", runs[k].comm->last);
+    pthread_mutex_unlock(&runs[k].comm->lock);
+    res = shim_fail(NULL, runs[k].res, "%s", text);
+  }
   if (runs != stack_runs) free(runs), free(posted);
   s->nqueue = 0;
   return res;
