@@ -8,6 +8,8 @@
  *                             included), registration, finalize + destroy and abort
  *   nccl_seq cupy IDFILE      CuPy's: init, queries, bcast / reduce / broadcast / gather / scatter
  *   nccl_seq errors IDFILE    what wrong calls return and say
+ *   nccl_seq vllm IDFILE      vLLM's: blocking init, each collective alone, a send/recv hand-off
+ *                             between two ranks, symmetric windows around reused buffers
  *
  * under mscclpp-run -n N (IDFILE gets the launch's port appended: ids of earlier runs are never
  * read). */
@@ -216,6 +218,44 @@ static void seq_cupy(const char* path) {
   NOK(ncclCommDestroy(comm));
 }
 
+/* vLLM's PyNcclCommunicator: blocking init, each collective on its own (no groups), a send/recv
+ * pair between two ranks outside a group, windows registered around the buffers it reuses. */
+static void seq_vllm(const char* path) {
+  const char* e = ncclGetErrorString(ncclInvalidArgument);
+  NCHECK(e != NULL && *e);
+  int v = 0;
+  NOK(ncclGetVersion(&v));
+  ncclComm_t comm = init_blocking(path);
+  enum { N = 512 };
+  float *a = malloc(N * sizeof(float)), *b = malloc((size_t)N * nranks * sizeof(float));
+  ncclWindow_t wa, wb;
+  NOK(ncclCommWindowRegister(comm, a, N * sizeof(float), &wa, NCCL_WIN_COLL_SYMMETRIC));
+  NOK(ncclCommWindowRegister(comm, b, (size_t)N * nranks * sizeof(float), &wb, NCCL_WIN_COLL_SYMMETRIC));
+  for (int i = 0; i < N; i++) a[i] = (float)val(rank, (size_t)i);
+  NOK(ncclAllReduce(a, a, N, ncclFloat32, ncclSum, comm, NULL));
+  for (int i = 0; i < N; i++) {
+    double want = 0;
+    for (int r = 0; r < nranks; r++) want += val(r, (size_t)i);
+    NCHECK(a[i] == (float)want);
+  }
+  for (int i = 0; i < N; i++) a[i] = (float)val(rank, (size_t)i);
+  NOK(ncclAllGather(a, b, N, ncclFloat32, comm, NULL));
+  for (int r = 0; r < nranks; r++) NCHECK(b[(size_t)r * N + 5] == (float)val(r, 5));
+  NOK(ncclReduceScatter(b, a, N / nranks, ncclFloat32, ncclMin, comm, NULL));
+  NOK(ncclReduce(a, b, N, ncclFloat32, ncclMax, 0, comm, NULL));
+  NOK(ncclBroadcast(a, a, N, ncclFloat32, 0, comm, NULL));
+  if (nranks >= 2 && rank < 2) { /* a pipeline stage hand-off */
+    for (int i = 0; i < N; i++) a[i] = (float)(rank * 10 + i);
+    if (rank == 0) NOK(ncclSend(a, N, ncclFloat32, 1, comm, NULL));
+    else NOK(ncclRecv(a, N, ncclFloat32, 0, comm, NULL));
+    for (int i = 0; rank == 1 && i < N; i++) NCHECK(a[i] == (float)i);
+  }
+  NOK(ncclCommWindowDeregister(comm, wb));
+  NOK(ncclCommWindowDeregister(comm, wa));
+  free(a), free(b);
+  NOK(ncclCommDestroy(comm));
+}
+
 static void seq_errors(const char* path) {
   ncclComm_t comm = init_blocking(path);
   float x[16] = {0};
@@ -249,7 +289,7 @@ static void seq_errors(const char* path) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) NFAIL("usage: nccl_seq pytorch|cupy|errors IDFILE (under mscclpp-run)");
+  if (argc != 3) NFAIL("usage: nccl_seq pytorch|cupy|errors|vllm IDFILE (under mscclpp-run)");
   rank = env_int("MSCCLPP_RANK", -1), nranks = env_int("MSCCLPP_WORLD_SIZE", -1);
   NCHECK(rank >= 0 && nranks >= 1);
   char path[4096];
@@ -257,6 +297,7 @@ int main(int argc, char** argv) {
   if (!strcmp(argv[1], "pytorch")) seq_pytorch(path);
   else if (!strcmp(argv[1], "cupy")) seq_cupy(path);
   else if (!strcmp(argv[1], "errors")) seq_errors(path);
+  else if (!strcmp(argv[1], "vllm")) seq_vllm(path);
   else NFAIL("unknown sequence %s", argv[1]);
   if (rank == 0) unlink(path);
   printf("rank %d: %s sequence OK\n", rank, argv[1]);

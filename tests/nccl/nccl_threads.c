@@ -4,6 +4,9 @@
  *   nccl_threads initall N    ncclCommInitAll, then a thread per rank runs collectives and a split
  *   nccl_threads group N      ncclCommInitRank for every rank inside one group on this thread,
  *                             then the same
+ *   nccl_threads disco N      as TVM Disco: a worker thread per rank initialises its own
+ *                             communicator with ncclCommInitRank (all at once, no group), then
+ *                             every reduce op (avg included), allgather, broadcast
  *   nccl_threads onethread N  as nccl-tests -g N: the inits in one group, then every rank's
  *                             collectives in one group on this one thread (queued, then each
  *                             rank's run on a thread of its own at ncclGroupEnd) */
@@ -83,12 +86,61 @@ static void one_thread(ncclComm_t* comms) {
     }
 }
 
+struct disco {
+  ncclUniqueId id;
+  int rank;
+  ncclComm_t comm;
+};
+
+/* One TVM Disco worker: its own init, then allreduce with every operator, allgather, broadcast. */
+static void* disco_worker(void* arg) {
+  struct disco* d = arg;
+  NOK(ncclCommInitRank(&d->comm, nranks, d->id, d->rank));
+  static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax, ncclAvg};
+  for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+    float x[32], y[32];
+    for (int i = 0; i < 32; i++) x[i] = (float)(2 * (d->rank + 1));
+    NOK(ncclAllReduce(x, y, 32, ncclFloat32, ops[k], d->comm, NULL));
+    float want = ops[k] == ncclProd ? 1.0f : 0.0f;
+    for (int r = 0; r < nranks; r++) {
+      float v = (float)(2 * (r + 1));
+      if (ops[k] == ncclSum || ops[k] == ncclAvg) want += v;
+      else if (ops[k] == ncclProd) want *= v;
+      else if (ops[k] == ncclMin) want = r == 0 ? v : (v < want ? v : want);
+      else want = r == 0 ? v : (v > want ? v : want);
+    }
+    if (ops[k] == ncclAvg) want /= (float)nranks;
+    for (int i = 0; i < 32; i++) NCHECK(y[i] == want);
+  }
+  int32_t mine = d->rank * 7, all[64], b = d->rank == 0 ? 99 : -1;
+  NOK(ncclAllGather(&mine, all, 1, ncclInt32, d->comm, NULL));
+  for (int r = 0; r < nranks; r++) NCHECK(all[r] == r * 7);
+  NOK(ncclBroadcast(&b, &b, 1, ncclInt32, 0, d->comm, NULL));
+  NCHECK(b == 99);
+  return NULL;
+}
+
+static void disco(ncclComm_t* comms) {
+  pthread_t th[64];
+  struct disco d[64];
+  ncclUniqueId id;
+  NOK(ncclGetUniqueId(&id));
+  for (int i = 0; i < nranks; i++) {
+    d[i] = (struct disco){id, i, NULL};
+    NCHECK(pthread_create(&th[i], NULL, disco_worker, &d[i]) == 0);
+  }
+  for (int i = 0; i < nranks; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < nranks; i++) comms[i] = d[i].comm;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 3) NFAIL("usage: nccl_threads initall|group N");
+  if (argc != 3) NFAIL("usage: nccl_threads initall|group|onethread|disco N");
   nranks = atoi(argv[2]);
   NCHECK(nranks >= 1 && nranks <= 64);
   ncclComm_t comms[64];
-  if (!strcmp(argv[1], "initall")) {
+  if (!strcmp(argv[1], "disco")) {
+    disco(comms);
+  } else if (!strcmp(argv[1], "initall")) {
     NOK(ncclCommInitAll(comms, nranks, NULL));
   } else if (!strcmp(argv[1], "group") || !strcmp(argv[1], "onethread")) {
     ncclUniqueId id;
