@@ -68,6 +68,12 @@ static void load(void) {
     snprintf(load_error, sizeof(load_error), "MSCCLPP_NCCL_LIB_PATH=%s: %s", path, dlerror());
     return;
   }
+  if (dlsym(real.lib, "ncclGetVersion") == (void*)ncclGetVersion) { /* it would forward to itself for ever */
+    snprintf(load_error, sizeof(load_error), "MSCCLPP_NCCL_LIB_PATH=%s is this library, not a real NCCL", path);
+    dlclose(real.lib);
+    real.lib = NULL;
+    return;
+  }
   SYM(GetUniqueId), SYM(CommInitRank), SYM(CommDestroy), SYM(CommAbort), SYM(GetErrorString), SYM(AllReduce);
   SYM(AllGather), SYM(ReduceScatter), SYM(Broadcast), SYM(Reduce), SYM(AlltoAll), SYM(Send), SYM(Recv);
   SYM(GroupStart), SYM(GroupEnd), SYM(DevCommCreate), SYM(DevCommDestroy);

@@ -56,3 +56,7 @@ set_tests_properties(nccl_fallback_forward_n3 PROPERTIES LABELS mp TIMEOUT 120
 add_test(NAME nccl_fallback_missing_n2 COMMAND mscclpp-run -n 2 $<TARGET_FILE:nccl_fallback> missing
          ${CMAKE_CURRENT_BINARY_DIR}/nccl_fallback_missing.id)
 set_tests_properties(nccl_fallback_missing_n2 PROPERTIES LABELS mp TIMEOUT 120 ENVIRONMENT "MSCCLPP_NCCL_FALLBACK=allreduce")
+add_test(NAME nccl_fallback_self_n2 COMMAND mscclpp-run -n 2 $<TARGET_FILE:nccl_fallback> self
+         ${CMAKE_CURRENT_BINARY_DIR}/nccl_fallback_self.id)
+set_tests_properties(nccl_fallback_self_n2 PROPERTIES LABELS mp TIMEOUT 120
+  ENVIRONMENT "MSCCLPP_NCCL_LIB_PATH=$<TARGET_FILE:mscclpp_nccl>;MSCCLPP_NCCL_FALLBACK=allreduce")

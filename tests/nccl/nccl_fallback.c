@@ -5,6 +5,7 @@
  *                                  one twin per communicator), allgather stays native, also mixed
  *                                  in one group; the twin is destroyed with the communicator
  *   nccl_fallback missing IDFILE   MSCCLPP_NCCL_LIB_PATH unset: the forced call fails saying why
+ *   nccl_fallback self IDFILE      MSCCLPP_NCCL_LIB_PATH naming this library: refused, not a loop
  *
  * under mscclpp-run -n N. */
 #include <dlfcn.h>
@@ -45,7 +46,7 @@ static void forward(ncclComm_t comm) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) NFAIL("usage: nccl_fallback forward|missing IDFILE (under mscclpp-run)");
+  if (argc != 3) NFAIL("usage: nccl_fallback forward|missing|self IDFILE (under mscclpp-run)");
   rank = env_int("MSCCLPP_RANK", -1), nranks = env_int("MSCCLPP_WORLD_SIZE", -1);
   char path[4096];
   snprintf(path, sizeof(path), "%s.%s", argv[2], getenv("MSCCLPP_MASTER_PORT") ? getenv("MSCCLPP_MASTER_PORT") : "0");
@@ -55,9 +56,10 @@ int main(int argc, char** argv) {
   if (!strcmp(argv[1], "forward")) {
     forward(comm);
     NCHECK(fake_calls(1) == 1); /* the twin went with its communicator */
-  } else if (!strcmp(argv[1], "missing")) {
+  } else if (!strcmp(argv[1], "missing") || !strcmp(argv[1], "self")) {
     float x[4] = {0}, g[16];
-    NERR(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidUsage, "MSCCLPP_NCCL_LIB_PATH is not set");
+    const char* why = argv[1][0] == 'm' ? "MSCCLPP_NCCL_LIB_PATH is not set" : "is this library, not a real NCCL";
+    NERR(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, NULL), ncclInvalidUsage, why);
     NOK(ncclAllGather(x, g, 1, ncclFloat32, comm, NULL)); /* what is not forced is native */
     NOK(ncclCommDestroy(comm));
   } else {
