@@ -5,7 +5,8 @@ computed here. Run on a GPU machine, one process per GPU:
 
 (the preloaded library's soname is libnccl.so.2, so it stands for the NCCL torch would load).
 Without LD_PRELOAD the same script checks torch's own NCCL. Prints one line per operation and
-"torch_nccl: all N checks passed" from rank 0; exits 1 on the first wrong result."""
+"torch_nccl: all N checks passed" from rank 0 (TORCH_NCCL_VERBOSE=1: each check as it passes);
+exits 1 on the first wrong result."""
 import ctypes
 import os
 import sys
@@ -20,6 +21,8 @@ def check(name, got, want):
         print("rank %d: %s: %d wrong elements (got %s, want %s)" % (dist.get_rank(), name, bad,
               got.flatten()[:4].tolist(), want.flatten()[:4].tolist()), flush=True)
         sys.exit(1)
+    if os.environ.get("TORCH_NCCL_VERBOSE") and dist.get_rank() == 0:
+        print("ok: " + name, flush=True)
 
 
 def library():
