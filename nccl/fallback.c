@@ -127,6 +127,11 @@ static ncclResult_t twin(ncclComm_t comm, const char* call, void** out) {
   return ncclSuccess;
 }
 
+ncclResult_t shim_fallback_prepare(ncclComm_t comm, const char* call) {
+  void* rc = NULL;
+  return twin(comm, call, &rc);
+}
+
 ncclResult_t shim_fallback_run(const struct shim_op* o) {
   void* rc = NULL;
   ncclResult_t res = twin(o->comm, o->call, &rc);

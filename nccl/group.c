@@ -111,7 +111,9 @@ static ncclResult_t run_forwarded(struct comm_run* cr) {
   size_t n = 0;
   for (size_t i = 0; i < cr->nops; i++) n += cr->ops[i].comm == cr->comm && shim_fallback_forced(cr->ops[i].kind);
   if (n == 0) return ncclSuccess;
-  ncclResult_t res = shim_fallback_group(1);
+  ncclResult_t res = shim_fallback_prepare(cr->comm, "ncclGroupEnd");
+  if (res != ncclSuccess) return res;
+  res = shim_fallback_group(1);
   for (size_t i = 0; res == ncclSuccess && i < cr->nops; i++)
     if (cr->ops[i].comm == cr->comm && shim_fallback_forced(cr->ops[i].kind)) res = shim_fallback_run(&cr->ops[i]);
   ncclResult_t end = shim_fallback_group(0);

@@ -107,6 +107,9 @@ void shim_worker_stop(struct shim_worker* w);
  * call on the communicator's real twin (made on first use); real group brackets (start 1 / 0;
  * Success without a real NCCL); the device API there; the twin's teardown. */
 int shim_fallback_forced(enum shim_kind kind);
+/* Makes comm's real twin now if it has none (outside a real group: NCCL defers an init made
+ * inside one to its group's end, and a call on it there would find it unmade). */
+ncclResult_t shim_fallback_prepare(ncclComm_t comm, const char* call);
 ncclResult_t shim_fallback_run(const struct shim_op* op);
 ncclResult_t shim_fallback_group(int start);
 ncclResult_t shim_fallback_devcomm(ncclComm_t comm, const void* reqs, void* out, int create);
