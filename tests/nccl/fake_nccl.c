@@ -1,7 +1,9 @@
 /* fake_nccl.c - a stand-in for a real NCCL (libfakenccl.so), for testing the fallback on machines
  * without a GPU: it exports the NCCL functions fallback.c loads, counts the calls, and marks the
  * output of each collective so that a test can tell a forwarded call from a native one:
- * allreduce writes 1000 + rank + the first byte of the communicator's unique id into every float. */
+ * allreduce writes 1000 + rank + the first byte of the communicator's unique id into every float.
+ * Like NCCL, it completes an init made inside a group only at the group's end, and refuses a
+ * collective on a communicator whose init has not completed. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,12 @@
 struct fake_comm {
   int rank, nranks;
   unsigned char id0;
+  int ready; /* as NCCL: an init made inside a group completes at the group's end */
 };
+
+static int depth;
+static struct fake_comm* deferred[64];
+static int ndeferred;
 
 static int calls[8]; /* 0 init, 1 destroy, 2 allreduce, 3 allgather, 4 group start, 5 group end, 6 send/recv */
 
@@ -26,7 +33,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
   struct fake_comm* c = malloc(sizeof(*c));
-  *c = (struct fake_comm){rank, nranks, (unsigned char)id.internal[0]};
+  *c = (struct fake_comm){rank, nranks, (unsigned char)id.internal[0], depth == 0};
+  if (depth > 0 && ndeferred < 64) deferred[ndeferred++] = c;
   *comm = (ncclComm_t)(void*)c;
   calls[0]++;
   return ncclSuccess;
@@ -46,7 +54,7 @@ ncclResult_t ncclAllReduce(const void* s, void* r, size_t n, ncclDataType_t dt, 
                            cudaStream_t st) {
   (void)s, (void)op, (void)st;
   const struct fake_comm* c = (const struct fake_comm*)(void*)comm;
-  if (dt != ncclFloat32) return ncclInvalidArgument;
+  if (dt != ncclFloat32 || !c->ready) return ncclInvalidArgument;
   for (size_t i = 0; i < n; i++) ((float*)r)[i] = (float)(1000 + c->rank + c->id0);
   calls[2]++;
   return ncclSuccess;
@@ -58,8 +66,13 @@ ncclResult_t ncclAllGather(const void* s, void* r, size_t n, ncclDataType_t dt, 
   return ncclSuccess;
 }
 
-ncclResult_t ncclGroupStart(void) { return calls[4]++, ncclSuccess; }
-ncclResult_t ncclGroupEnd(void) { return calls[5]++, ncclSuccess; }
+ncclResult_t ncclGroupStart(void) { return depth++, calls[4]++, ncclSuccess; }
+
+ncclResult_t ncclGroupEnd(void) {
+  if (--depth == 0)
+    while (ndeferred > 0) deferred[--ndeferred]->ready = 1;
+  return calls[5]++, ncclSuccess;
+}
 
 ncclResult_t ncclSend(const void* s, size_t n, ncclDataType_t dt, int peer, ncclComm_t comm, cudaStream_t st) {
   (void)s, (void)n, (void)dt, (void)peer, (void)comm, (void)st;

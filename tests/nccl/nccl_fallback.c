@@ -42,6 +42,14 @@ static void forward(ncclComm_t comm) {
   for (int r = 0; r < nranks; r++) NCHECK(g[r * 8 + 2] == 3.0f); /* the native allgather ran */
   NCHECK(fake_calls(0) == 1 && fake_calls(2) == 2 && fake_calls(3) == 0 && fake_calls(4) == 1 && fake_calls(5) == 1);
   NERR(ncclDevCommCreate(comm, NULL, NULL), ncclInvalidUsage, "has no device API");
+  /* a split's first forwarded call inside a group: its twin must be made before the real group */
+  ncclComm_t child;
+  NOK(ncclCommSplit(comm, 0, rank, &child, NULL));
+  NOK(ncclGroupStart());
+  NOK(ncclAllReduce(x, y, 8, ncclFloat32, ncclSum, child, NULL));
+  NOK(ncclGroupEnd());
+  NCHECK(y[0] >= 1000 + 17 + rank);
+  NOK(ncclCommDestroy(child));
   NOK(ncclCommDestroy(comm));
 }
 
@@ -55,7 +63,7 @@ int main(int argc, char** argv) {
   NOK(ncclCommInitRank(&comm, nranks, id, rank));
   if (!strcmp(argv[1], "forward")) {
     forward(comm);
-    NCHECK(fake_calls(1) == 1); /* the twin went with its communicator */
+    NCHECK(fake_calls(1) == 2); /* each twin went with its communicator */
   } else if (!strcmp(argv[1], "missing") || !strcmp(argv[1], "self")) {
     float x[4] = {0}, g[16];
     const char* why = argv[1][0] == 'm' ? "MSCCLPP_NCCL_LIB_PATH is not set" : "is this library, not a real NCCL";
