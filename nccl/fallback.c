@@ -34,6 +34,17 @@ struct real_nccl {
   ncclResult_t (*DevCommDestroy)(void*, const void*);
 };
 
+/* The real NCCL calls its own exported functions (ncclAllGather asks ncclCommGetAsyncError whether
+ * the communicator is ready): without RTLD_DEEPBIND those calls would bind to this library's names,
+ * which come first in the global scope, and be refused as foreign communicators. (AddressSanitizer
+ * refuses RTLD_DEEPBIND; the sanitized builds load only tests/nccl/fake_nccl.c, which does the same
+ * self-call only when built without it.) */
+#if defined(__SANITIZE_ADDRESS__)
+#define DEEP_BIND 0
+#else
+#define DEEP_BIND RTLD_DEEPBIND
+#endif
+
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static struct real_nccl real;
 static char load_error[512];
@@ -63,7 +74,7 @@ static void load(void) {
     snprintf(load_error, sizeof(load_error), "no real NCCL is configured (MSCCLPP_NCCL_LIB_PATH is not set)");
     return;
   }
-  real.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  real.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | DEEP_BIND);
   if (!real.lib) {
     snprintf(load_error, sizeof(load_error), "MSCCLPP_NCCL_LIB_PATH=%s: %s", path, dlerror());
     return;
