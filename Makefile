@@ -20,9 +20,11 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Every test this machine can run: unit, multi-process and fuzz tests; GPU tests skip (77) here.
+# Every test this machine can run: unit, multi-process and fuzz tests (GPU tests skip (77) here),
+# then the Python package's (scripts/python-test.sh: a venv in $(BUILD)/pyenv, pytest).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(CTEST_JOBS)
+	scripts/python-test.sh $(BUILD)
 
 # The CPU tests again in an AddressSanitizer/UBSan build without CUDA (CI runs this too).
 test-asan: deps
