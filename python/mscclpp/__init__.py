@@ -8,9 +8,11 @@
 docs/python.md has the rest; what is not here yet is listed there."""
 from enum import IntEnum
 
+from mscclpp import _mscclpp
 from mscclpp._mscclpp import CommGroup, ExecutionPlan, Executor, get_unique_id, version
 
-__all__ = ["CommGroup", "ExecutionPlan", "Executor", "DataType", "ReduceOp", "get_unique_id", "version"]
+__all__ = ["CommGroup", "ExecutionPlan", "Executor", "DataType", "ReduceOp", "ExecutionPlanRegistry", "Algorithm",
+           "AlgorithmCollectionBuilder", "get_unique_id", "version"]
 
 
 class DataType(IntEnum):
@@ -38,3 +40,68 @@ class ReduceOp(IntEnum):
     AVG = 4
     PREMUL_SUM = 5
     NOP = 255
+
+
+class ExecutionPlanRegistry:
+    """The C library's plan registry: registered plans serve its collectives (the Algorithm objects
+    below, and C code of the process) where they fit the call; the selector picks among them.
+    Every rank must register the same plans in the same order and select alike."""
+
+    @staticmethod
+    def register_plan(plan, priority=0, ranks_per_node=0):
+        """Hands plan to the registry (which owns it from then on); returns its id."""
+        return _mscclpp.register_plan(plan, priority, ranks_per_node)
+
+    @staticmethod
+    def unregister(plan_or_id):
+        _mscclpp.unregister_plan(plan_or_id.registry_id if isinstance(plan_or_id, ExecutionPlan) else plan_or_id)
+
+    @staticmethod
+    def clear():
+        _mscclpp.registry_clear()
+
+    @staticmethod
+    def plans():
+        """[(id, name, collective, calls served)] in selection order."""
+        return _mscclpp.registry_list()
+
+    @staticmethod
+    def set_selector(selector):
+        """selector(request) -> the name (or registered ExecutionPlan) of the candidate to run, or None
+        for the built-in algorithms. request: a dict with collective, message_size, count, dtype, op,
+        world_size, ranks_per_node, rank, in_place, root and candidates (their names, in priority
+        order). selector=None restores the default (the first candidate)."""
+        _mscclpp.set_selector(selector)
+
+
+class Algorithm:
+    """A collective of the C library by name: its execute() runs the library's collective (a
+    registered plan when one serves the call, else the built-in algorithm the tuning picks)."""
+
+    def __init__(self, name, collective):
+        self.name, self.collective = name, collective
+
+    def __repr__(self):
+        return "Algorithm(%r, %r)" % (self.name, self.collective)
+
+    def execute(self, comm, input_buffer, output_buffer, input_size, output_size, dtype, op=ReduceOp.NOP,
+                stream=0, executor=None, nblocks=0, nthreads_per_block=0, extras=None, root=0):
+        """Seed 001's interface. Buffers: integers (device pointers) or NumPy arrays (CPU ranks).
+        op NOP on a reduction means SUM. executor, nblocks, nthreads_per_block and extras are
+        accepted for compatibility; the library sizes its own launches."""
+        del executor, nblocks, nthreads_per_block, extras
+        red = ReduceOp.SUM if op == ReduceOp.NOP else op
+        _mscclpp.collective(self.collective, comm, input_buffer, output_buffer, input_size, output_size, int(dtype),
+                            int(red), root, stream)
+
+
+class AlgorithmCollectionBuilder:
+    """Builds the collection of the library's collectives as Algorithm objects."""
+
+    COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce")
+
+    def build_default_algorithms(self, scratch_buffer=0, scratch_buffer_size=0, rank=0):
+        """One Algorithm per collective, named default_<collective>. The library keeps its own
+        scratch, so scratch_buffer and its size are accepted and not needed; rank is unused too."""
+        del scratch_buffer, scratch_buffer_size, rank
+        return [Algorithm("default_" + c, c) for c in self.COLLECTIVES]
