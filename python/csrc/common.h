@@ -24,7 +24,7 @@ typedef struct {
   int id;
 } Plan;
 
-extern PyTypeObject CommGroupType, PlanType, ExecutorType;
+extern PyTypeObject CommGroupType, PlanType, ExecutorType, GpuBufferType;
 
 /* Raises for a failed library call: ValueError for argument errors, RuntimeError otherwise. */
 PyObject* lib_error(mscclppResult_t r, const char* what);

@@ -1,6 +1,6 @@
 /* module.c - mscclpp._mscclpp, the CPython binding of the C library's public API; the package's
  * python/mscclpp/__init__.py builds the Python-facing names on it. Its types and functions live in
- * comm_group.c, plan.c, executor.c, collective.c and registry.c. Every failure raises
+ * comm_group.c, plan.c, executor.c, gpu_buffer.c, collective.c and registry.c. Every failure raises
  * RuntimeError (ValueError for arguments) with the library's detailed message; calls that may
  * wait release the GIL. */
 #include "common.h"
@@ -43,12 +43,13 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mscclpp", "Bindings
                                     mod_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__mscclpp(void) {
-  PyTypeObject* types[] = {&CommGroupType, &PlanType, &ExecutorType};
-  const char* names[] = {"CommGroup", "ExecutionPlan", "Executor"};
-  for (int i = 0; i < 3; i++)
+  PyTypeObject* types[] = {&CommGroupType, &PlanType, &ExecutorType, &GpuBufferType};
+  const char* names[] = {"CommGroup", "ExecutionPlan", "Executor", "RawGpuBuffer"};
+  enum { NTYPES = sizeof(types) / sizeof(types[0]) };
+  for (int i = 0; i < NTYPES; i++)
     if (PyType_Ready(types[i]) < 0) return NULL;
   PyObject* m = PyModule_Create(&module);
-  for (int i = 0; m && i < 3; i++) {
+  for (int i = 0; m && i < NTYPES; i++) {
     Py_INCREF(types[i]);
     if (PyModule_AddObject(m, names[i], (PyObject*)types[i]) < 0) {
       Py_DECREF(types[i]);

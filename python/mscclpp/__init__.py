@@ -9,9 +9,11 @@ docs/python.md has the rest; what is not here yet is listed there."""
 from enum import IntEnum
 
 from mscclpp import _mscclpp
-from mscclpp._mscclpp import CommGroup, ExecutionPlan, Executor, get_unique_id, version
+from mscclpp._mscclpp import CommGroup, ExecutionPlan, Executor, RawGpuBuffer, get_unique_id, version
 
-__all__ = ["CommGroup", "ExecutionPlan", "Executor", "DataType", "ReduceOp", "ExecutionPlanRegistry", "Algorithm",
+GpuBuffer = RawGpuBuffer  # the name seed 000 uses too
+
+__all__ = ["CommGroup", "ExecutionPlan", "Executor", "RawGpuBuffer", "GpuBuffer", "DataType", "ReduceOp", "ExecutionPlanRegistry", "Algorithm",
            "AlgorithmCollectionBuilder", "get_unique_id", "version"]
 
 

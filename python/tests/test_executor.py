@@ -1,6 +1,7 @@
 """The package on CPU ranks: communicators, plans and the executor through the bindings, with
 NumPy buffers, results checked against NumPy. Ranks are processes started here (multiprocessing,
 spawn), meeting at 127.0.0.1 on a free port; plans come from the C tests' corpus generator."""
+import ctypes
 import json
 import multiprocessing as mp
 import os
@@ -153,3 +154,22 @@ def test_single_rank_and_sizes(corpus):
             ex.execute(plan, 12345, x)
     with pytest.raises(RuntimeError, match="closed"):
         comm.barrier()
+
+
+def test_raw_gpu_buffer_dlpack():
+    """On a machine without a GPU the buffer is host memory: NumPy takes it through DLPack, and the
+    tensor keeps the memory alive after the buffer object is gone."""
+    buf = mscclpp.RawGpuBuffer(4096)
+    assert buf.bytes() == 4096 and buf.data_ptr() != 0
+    if buf.device() >= 0:
+        pytest.skip("a GPU is present: the buffer is device memory")
+    a = np.from_dlpack(buf)  # read-only in NumPy (an unversioned DLPack capsule)
+    assert a.dtype == np.uint8 and a.size == 4096 and a.ctypes.data == buf.data_ptr()
+    ctypes.memset(buf.data_ptr(), 7, 4096)
+    cap = buf.to_dlpack(data_type="torch.float32")  # the seeds' spelling
+    assert "dltensor" in repr(cap)
+    del cap  # an unconsumed capsule frees its tensor
+    with pytest.raises(ValueError, match="not a DLPack type"):
+        buf.to_dlpack(data_type="complex256")
+    del buf
+    assert int(a.sum()) == 7 * 4096  # still alive
