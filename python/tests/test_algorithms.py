@@ -1,24 +1,10 @@
 """The library's collectives as Algorithm objects (seed 001's interface) and the plan registry with
 a selector written in Python (seed 000's), on CPU ranks in processes started here."""
-import multiprocessing as mp
-import os
-import socket
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from ranks import generate_corpus, run_ranks
 
 from mscclpp import (AlgorithmCollectionBuilder, CommGroup, DataType, ExecutionPlan, ExecutionPlanRegistry, ReduceOp)
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-GEN = os.path.join(HERE, "..", "..", "tests", "plans", "gen_plans.py")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def inputs(rank, count, dtype=np.float32):
@@ -92,14 +78,5 @@ def rank_main(r, n, port, plan_path, q):
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_algorithms_and_registry(tmp_path, n):
-    subprocess.run([sys.executable, GEN, str(tmp_path)], check=True)
-    ctx = mp.get_context("spawn")
-    q, port = ctx.Queue(), free_port()
-    path = str(tmp_path / ("allreduce_allpairs_memory_n%d.json" % n))
-    procs = [ctx.Process(target=rank_main, args=(r, n, port, path, q)) for r in range(n)]
-    for p in procs:
-        p.start()
-    results = dict(q.get(timeout=120) for _ in procs)
-    for p in procs:
-        p.join(60)
-    assert not {r: e for r, e in results.items() if e}, results
+    generate_corpus(tmp_path)
+    run_ranks(rank_main, n, str(tmp_path / ("allreduce_allpairs_memory_n%d.json" % n)))

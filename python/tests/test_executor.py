@@ -3,27 +3,14 @@ NumPy buffers, results checked against NumPy. Ranks are processes started here (
 spawn), meeting at 127.0.0.1 on a free port; plans come from the C tests' corpus generator."""
 import ctypes
 import json
-import multiprocessing as mp
-import os
-import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from ranks import generate_corpus, run_ranks
 
 import mscclpp
 from mscclpp import CommGroup, ExecutionPlan, Executor
 from mscclpp.utils import numpy_dtype_to_mscclpp_dtype
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-GEN = os.path.join(HERE, "..", "..", "tests", "plans", "gen_plans.py")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def value(rank, i):
@@ -79,23 +66,14 @@ def rank_main(rank, n, port, plan_path, count, dtype_name, calls, q):
         q.put((rank, "%s: %s" % (type(e).__name__, e)))
 
 
-def run_ranks(n, plan_path, count, dtype="float32", calls=2):
-    ctx = mp.get_context("spawn")
-    q, port = ctx.Queue(), free_port()
-    procs = [ctx.Process(target=rank_main, args=(r, n, port, plan_path, count, dtype, calls, q)) for r in range(n)]
-    for p in procs:
-        p.start()
-    results = dict(q.get(timeout=120) for _ in procs)
-    for p in procs:
-        p.join(60)
-    bad = {r: e for r, e in results.items() if e}
-    assert not bad, bad
+def run_plan(n, plan_path, count, dtype="float32", calls=2):
+    run_ranks(rank_main, n, plan_path, count, dtype, calls)
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     out = tmp_path_factory.mktemp("plans")
-    subprocess.run([sys.executable, GEN, str(out)], check=True)
+    generate_corpus(out)
     return out
 
 
@@ -109,12 +87,12 @@ def corpus(tmp_path_factory):
     ("dsl_allreduce_fused_ppkt_n4", 4, 1024),
 ])
 def test_plan_on_cpu_ranks(corpus, name, n, count):
-    run_ranks(n, str(corpus / (name + ".json")), count)
+    run_plan(n, str(corpus / (name + ".json")), count)
 
 
 def test_other_dtypes(corpus):
-    run_ranks(4, str(corpus / "allreduce_allpairs_memory_n4.json"), 1000, dtype="int32")
-    run_ranks(2, str(corpus / "allreduce_allpairs_memory_n2.json"), 1000, dtype="float64")
+    run_plan(4, str(corpus / "allreduce_allpairs_memory_n4.json"), 1000, dtype="int32")
+    run_plan(2, str(corpus / "allreduce_allpairs_memory_n2.json"), 1000, dtype="float64")
 
 
 def test_plan_fields(corpus):
