@@ -16,7 +16,7 @@ add_library(nccl_header_cxx OBJECT ${CMAKE_CURRENT_LIST_DIR}/nccl_header.cc)
 target_include_directories(nccl_header_cxx PRIVATE ${PROJECT_SOURCE_DIR}/nccl/include)
 
 nccl_test_target(nccl_seq ${CMAKE_CURRENT_LIST_DIR}/nccl_seq.c)
-foreach(seq pytorch cupy errors vllm)
+foreach(seq pytorch cupy errors vllm shrink)
   foreach(n 1 2 4)
     add_test(NAME nccl_seq_${seq}_n${n} COMMAND mscclpp-run -n ${n} $<TARGET_FILE:nccl_seq> ${seq}
              ${CMAKE_CURRENT_BINARY_DIR}/nccl_seq_${seq}_n${n}.id)
@@ -35,7 +35,7 @@ add_test(NAME nccl_threads_disco_n4 COMMAND nccl_threads disco 4)
 set_tests_properties(nccl_abi nccl_threads_initall_n4 nccl_threads_group_n4 nccl_threads_group_n3
                      nccl_threads_onethread_n4 nccl_threads_disco_n4
                      PROPERTIES LABELS unit TIMEOUT 120)
-foreach(seq pytorch cupy errors vllm)
+foreach(seq pytorch cupy errors vllm shrink)
   foreach(n 1 2 4)
     set_tests_properties(nccl_seq_${seq}_n${n} PROPERTIES LABELS mp TIMEOUT 300)
   endforeach()

@@ -8,6 +8,7 @@
  *                             included), registration, finalize + destroy and abort
  *   nccl_seq cupy IDFILE      CuPy's: init, queries, bcast / reduce / broadcast / gather / scatter
  *   nccl_seq errors IDFILE    what wrong calls return and say
+ *   nccl_seq shrink IDFILE    ncclCommShrink without the last rank; ncclCommInitRankScalable
  *   nccl_seq vllm IDFILE      vLLM's: blocking init, each collective alone, a send/recv hand-off
  *                             between two ranks, symmetric windows around reused buffers
  *
@@ -189,6 +190,36 @@ static void seq_pytorch(const char* path) {
   NOK(ncclCommDestroy(comm));
 }
 
+/* ncclCommShrink without the last rank (which takes no part: it may be gone) and
+ * ncclCommInitRankScalable with two ids (every rank passes the same ones). */
+static void seq_shrink(const char* path) {
+  ncclComm_t comm = init_blocking(path);
+  int last = nranks - 1;
+  if (nranks > 1 && rank != last) {
+    ncclComm_t small;
+    NOK(ncclCommShrink(comm, &last, 1, &small, NULL, NCCL_SHRINK_DEFAULT));
+    check_queries(small, rank, nranks - 1);
+    int32_t mine = rank + 1, sum = 0;
+    NOK(ncclAllReduce(&mine, &sum, 1, ncclInt32, ncclSum, small, NULL));
+    NCHECK(sum == (nranks - 1) * nranks / 2);
+    NERR(ncclCommShrink(comm, &rank, 1, &small, NULL, 0), ncclInvalidArgument, "excludes itself");
+    NOK(ncclCommDestroy(small));
+  }
+  NOK(ncclCommDestroy(comm));
+  char path2[4200], path3[4200];
+  snprintf(path2, sizeof(path2), "%s.a", path);
+  snprintf(path3, sizeof(path3), "%s.b", path);
+  ncclUniqueId ids[2] = {share_id(rank, path2), share_id(rank, path3)};
+  ncclComm_t scal;
+  NOK(ncclCommInitRankScalable(&scal, nranks, rank, 2, ids, NULL));
+  check_queries(scal, rank, nranks);
+  float x = 1.0f, y = 0.0f;
+  NOK(ncclAllReduce(&x, &y, 1, ncclFloat32, ncclSum, scal, NULL));
+  NCHECK(y == (float)nranks);
+  NOK(ncclCommDestroy(scal));
+  if (rank == 0) unlink(path2), unlink(path3);
+}
+
 static void seq_cupy(const char* path) {
   ncclComm_t comm = init_blocking(path);
   check_queries(comm, rank, nranks);
@@ -289,7 +320,7 @@ static void seq_errors(const char* path) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) NFAIL("usage: nccl_seq pytorch|cupy|errors|vllm IDFILE (under mscclpp-run)");
+  if (argc != 3) NFAIL("usage: nccl_seq pytorch|cupy|errors|vllm|shrink IDFILE (under mscclpp-run)");
   rank = env_int("MSCCLPP_RANK", -1), nranks = env_int("MSCCLPP_WORLD_SIZE", -1);
   NCHECK(rank >= 0 && nranks >= 1);
   char path[4096];
@@ -298,6 +329,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(argv[1], "cupy")) seq_cupy(path);
   else if (!strcmp(argv[1], "errors")) seq_errors(path);
   else if (!strcmp(argv[1], "vllm")) seq_vllm(path);
+  else if (!strcmp(argv[1], "shrink")) seq_shrink(path);
   else NFAIL("unknown sequence %s", argv[1]);
   if (rank == 0) unlink(path);
   printf("rank %d: %s sequence OK\n", rank, argv[1]);
