@@ -129,6 +129,19 @@ static void avg_and_premul(ncclComm_t comm) {
   for (int i = 0; i < N; i++)
     if (y[i] != want) NFAIL("premulsum element %d: %g, want %g", i, y[i], want);
   NOK(ncclRedOpDestroy(op, comm));
+  /* ncclScalarDevice: the scalar is read at every use (host memory on CPU ranks) */
+  static float live;
+  live = 1.0f;
+  NOK(ncclRedOpCreatePreMulSum(&op, &live, ncclFloat32, ncclScalarDevice, comm));
+  for (int k = 1; k <= 2; k++) {
+    live = (float)k;
+    NOK(ncclAllReduce(x, y, N, ncclFloat32, op, comm, NULL));
+    want = 0;
+    for (int r = 0; r < nranks; r++) want += (float)(k * 4 * (r + 1));
+    for (int i = 0; i < N; i++)
+      if (y[i] != want) NFAIL("premulsum (device scalar %d) element %d: %g, want %g", k, i, y[i], want);
+  }
+  NOK(ncclRedOpDestroy(op, comm));
 }
 
 /* new_group: ranks split by parity, keyed in reverse; then a split in which rank 0 takes no part. */
