@@ -172,13 +172,23 @@ NCCL_API(ncclResult_t, CommInitRankScalable, ncclComm_t* newcomm, int nranks, in
   return init_rank(newcomm, nranks, commIds[0], myrank, config, caller_device());
 }
 
-struct init_all_arg {
-  ncclComm_t comm;
-};
-
-static void* init_all_thread(void* arg) {
-  (void)shim_init_now(((struct init_all_arg*)arg)->comm);
+/* Initialises the communicator an element of an array points to. */
+static void* init_elem(void* elem) {
+  (void)shim_init_now(*(ncclComm_t*)elem);
   return NULL;
+}
+
+ncclResult_t shim_init_together(ncclComm_t* comms, size_t n) {
+  pthread_t* th = n > 1 ? calloc(n, sizeof(*th)) : NULL;
+  size_t started = 0;
+  for (; th && started < n; started++)
+    if (pthread_create(&th[started], NULL, init_elem, &comms[started]) != 0) break;
+  for (size_t i = started; i < n; i++) init_elem(&comms[i]); /* no thread: here (may wait out its bound) */
+  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  free(th);
+  ncclResult_t res = ncclSuccess;
+  for (size_t i = 0; i < n && res == ncclSuccess; i++) res = comms[i]->async;
+  return res;
 }
 
 /* ndev ranks in this process, rank i on device devlist[i] (or i): each initialises on a thread of
@@ -188,34 +198,18 @@ NCCL_API(ncclResult_t, CommInitAll, ncclComm_t* comms, int ndev, const int* devl
   ncclUniqueId id;
   ncclResult_t res = ncclGetUniqueId(&id);
   if (res != ncclSuccess) return res;
-  pthread_t* th = calloc((size_t)ndev, sizeof(*th));
-  struct init_all_arg* args = calloc((size_t)ndev, sizeof(*args));
-  if (!th || !args) {
-    free(th), free(args);
-    return shim_fail(NULL, ncclSystemError, "ncclCommInitAll: out of memory");
-  }
   int made = 0;
   for (int i = 0; i < ndev && res == ncclSuccess; i++, made++) {
-    res = shim_comm_new(ndev, id, i, NULL, &args[i].comm);
-    if (res == ncclSuccess) args[i].comm->cfg.cudaDevice = devlist ? devlist[i] : i;
+    res = shim_comm_new(ndev, id, i, NULL, &comms[i]);
+    if (res == ncclSuccess) comms[i]->cfg.cudaDevice = devlist ? devlist[i] : i;
   }
-  int started = 0;
-  for (int i = 0; i < made && res == ncclSuccess; i++, started++)
-    if (pthread_create(&th[i], NULL, init_all_thread, &args[i]) != 0)
-      res = shim_fail(NULL, ncclSystemError, "ncclCommInitAll: no thread for rank %d", i);
-  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-  for (int i = 0; i < made && res == ncclSuccess; i++)
-    if (args[i].comm->async != ncclSuccess) res = args[i].comm->async;
-  for (int i = 0; i < made; i++) {
-    if (res == ncclSuccess) {
-      comms[i] = args[i].comm;
-      continue;
-    }
-    if (args[i].comm->c) (void)mscclppCommAbort(args[i].comm->c);
-    shim_comm_free(args[i].comm);
+  if (res == ncclSuccess) res = shim_init_together(comms, (size_t)ndev);
+  for (int i = 0; res != ncclSuccess && i < made; i++) { /* all or none */
+    if (!comms[i]) continue;
+    if (comms[i]->c) (void)mscclppCommAbort(comms[i]->c);
+    shim_comm_free(comms[i]);
     comms[i] = NULL;
   }
-  free(th), free(args);
   return res;
 }
 

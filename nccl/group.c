@@ -139,29 +139,10 @@ static void run_comm(struct comm_run* cr) {
 
 static void run_comm_job(void* arg) { run_comm(arg); }
 
-/* Initialises the communicator an element of the pending array points to. */
-static void* init_elem(void* elem) {
-  (void)shim_init_now(*(ncclComm_t*)elem);
-  return NULL;
-}
-
-/* Runs fn(args[i]) for i < n, on threads when n > 1 (and on this thread if none can start). */
-static void on_threads(void* (*fn)(void*), void* args, size_t size, size_t n) {
-  pthread_t* th = n > 1 ? calloc(n, sizeof(*th)) : NULL;
-  size_t started = 0;
-  for (; th && started < n; started++)
-    if (pthread_create(&th[started], NULL, fn, (char*)args + started * size) != 0) break;
-  for (size_t i = started; i < n; i++) fn((char*)args + i * size);
-  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
-  free(th);
-}
-
 /* The group's deferred inits, all at once; the first failure is returned (each failed
  * communicator stays, in state FAILED, for the caller to destroy). */
 static ncclResult_t run_pending(struct group_state* s) {
-  on_threads(init_elem, s->pending, sizeof(*s->pending), s->npending);
-  ncclResult_t res = ncclSuccess;
-  for (size_t i = 0; i < s->npending && res == ncclSuccess; i++) res = s->pending[i]->async;
+  ncclResult_t res = shim_init_together(s->pending, s->npending);
   s->npending = 0;
   return res;
 }

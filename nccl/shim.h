@@ -123,6 +123,9 @@ ncclResult_t shim_group_defer_init(ncclComm_t comm);
 /* Runs comm's initialisation (its id, rank, nranks and cfg are set) on this thread; sets its
  * state and async result. */
 ncclResult_t shim_init_now(ncclComm_t comm);
+/* Initialises comms[0..n) at once, a thread each (every rank's init waits for the others);
+ * returns the first failure (a failed communicator stays, in state FAILED). */
+ncclResult_t shim_init_together(ncclComm_t* comms, size_t n);
 /* A communicator object (not yet initialised) for rank of nranks with id and an NCCL config (may
  * be NULL); InvalidArgument for a config of a wrong magic, or bad sizes. */
 ncclResult_t shim_comm_new(int nranks, ncclUniqueId id, int rank, const ncclConfig_t* config, ncclComm_t* out);
