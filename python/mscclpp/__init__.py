@@ -8,10 +8,24 @@
 docs/python.md has the rest; what is not here yet is listed there."""
 from enum import IntEnum
 
-from mscclpp import _mscclpp
-from mscclpp._mscclpp import CommGroup, ExecutionPlan, Executor, RawGpuBuffer, get_unique_id, version
+try:
+    from mscclpp import _mscclpp
+except ImportError as _err:  # a source tree without the built extension: mscclpp.language still works
+    _mscclpp = None
+    _mscclpp_error = _err
 
-GpuBuffer = RawGpuBuffer  # the name seed 000 uses too
+_EXTENSION_NAMES = ("CommGroup", "ExecutionPlan", "Executor", "RawGpuBuffer", "GpuBuffer", "get_unique_id", "version")
+
+
+def __getattr__(name):
+    """The extension's names, looked up on first use (GpuBuffer is RawGpuBuffer, seed 000's name)."""
+    if name not in _EXTENSION_NAMES:
+        raise AttributeError(f"module 'mscclpp' has no attribute {name!r}")
+    if _mscclpp is None:
+        raise ImportError(f"mscclpp.{name} needs the C extension mscclpp._mscclpp, which failed to import "
+                          f"({_mscclpp_error}); install the package with `pip install .` "
+                          "(mscclpp.language works without it)")
+    return getattr(_mscclpp, "RawGpuBuffer" if name == "GpuBuffer" else name)
 
 __all__ = ["CommGroup", "ExecutionPlan", "Executor", "RawGpuBuffer", "GpuBuffer", "DataType", "ReduceOp", "ExecutionPlanRegistry", "Algorithm",
            "AlgorithmCollectionBuilder", "get_unique_id", "version"]
@@ -56,7 +70,7 @@ class ExecutionPlanRegistry:
 
     @staticmethod
     def unregister(plan_or_id):
-        _mscclpp.unregister_plan(plan_or_id.registry_id if isinstance(plan_or_id, ExecutionPlan) else plan_or_id)
+        _mscclpp.unregister_plan(plan_or_id.registry_id if isinstance(plan_or_id, _mscclpp.ExecutionPlan) else plan_or_id)
 
     @staticmethod
     def clear():
