@@ -33,6 +33,7 @@ struct shim_reg {
   void* buff;
   size_t size;
   int flags;
+  mscclppWindow_t win; /* symmetric windows: the library's window (its zero-copy algorithms use it) */
 };
 
 /* Adds g to comm's list (1), or 0 when out of memory. */
@@ -67,10 +68,16 @@ static ncclResult_t reg_make(ncclComm_t comm, void* buff, size_t size, int flags
     return shim_fail(comm, ncclInvalidArgument, "%s: buffer %p of %zu bytes, handle at %p", call, buff, size, (void*)out);
   struct shim_reg* g = malloc(sizeof(*g));
   if (!g) return shim_fail(comm, ncclSystemError, "%s: out of memory", call);
-  *g = (struct shim_reg){buff, size, flags};
-  if (!reg_list_add(comm, g)) {
+  *g = (struct shim_reg){buff, size, flags, NULL};
+  /* Collective, and fails on every rank alike (sizes that differ, a bad buffer on some rank). */
+  if (flags & NCCL_WIN_COLL_SYMMETRIC) res = shim_fail_lib(comm, mscclppCommWindowRegister(comm->c, buff, size, &g->win), call);
+  if (res == ncclSuccess && !reg_list_add(comm, g)) {
+    if (g->win) (void)mscclppCommWindowDeregister(comm->c, g->win);
+    res = shim_fail(comm, ncclSystemError, "%s: out of memory", call);
+  }
+  if (res != ncclSuccess) {
     free(g);
-    return shim_fail(comm, ncclSystemError, "%s: out of memory", call);
+    return res;
   }
   *out = g;
   return ncclSuccess;
@@ -81,8 +88,10 @@ static ncclResult_t reg_free(ncclComm_t comm, void* handle, const char* call) {
   if (res != ncclSuccess) return res;
   if (!handle || !reg_list_remove(comm, handle))
     return shim_fail(comm, ncclInvalidArgument, "%s: %p is not a registration of this communicator", call, handle);
-  free(handle);
-  return ncclSuccess;
+  struct shim_reg* g = handle;
+  if (g->win) res = shim_fail_lib(comm, mscclppCommWindowDeregister(comm->c, g->win), call);
+  free(g);
+  return res;
 }
 
 void shim_regs_free(ncclComm_t comm) {
@@ -91,8 +100,11 @@ void shim_regs_free(ncclComm_t comm) {
   comm->regs = NULL, comm->nregs = comm->capregs = 0;
 }
 
-/* Registration records the range for the communicator. The built-in algorithms do not yet take
- * registered buffers differently from others (docs/nccl.md). */
+/* Registration records the range for the communicator. Windows registered with
+ * NCCL_WIN_COLL_SYMMETRIC are the library's windows too: collectives whose buffers lie in them take
+ * the zero-copy algorithms also in eager calls (mscclppCommWindowRegister). Buffers of
+ * ncclCommRegister are only recorded: without NCCL's symmetric rule their peers' addresses would
+ * need an exchange per call (docs/nccl.md). */
 NCCL_API(ncclResult_t, CommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return reg_make(comm, buff, size, 0, "ncclCommRegister", handle);
 }

@@ -105,6 +105,22 @@ mscclppResult_t mscclppSend(const void* sendbuff, size_t count, mscclppDataType_
 mscclppResult_t mscclppRecv(void* recvbuff, size_t count, mscclppDataType_t datatype, int peer, mscclppComm_t comm,
                             void* stream);
 
+/* A registered window: a buffer that every rank of the communicator registered together. */
+typedef struct mscclppWindow* mscclppWindow_t;
+
+/* Collective: every rank registers its own buffer [buff, buff + size), the same size on every rank
+ * (GPU ranks: device memory peers can map, e.g. from mscclppMemAlloc). Peers map each other's
+ * buffers once, here, so GPU collectives whose send and receive buffers both lie in windows take
+ * the zero-copy algorithms also outside CUDA graphs, with no exchange per call. The rule (NCCL's
+ * for its symmetric windows): such a call's buffers lie in windows on every rank, at the same
+ * offsets from the windows' starts; MSCCLPP_WINDOW_CHECK=1 checks it at every call (an exchange per
+ * call, for debugging). On CPU ranks windows are recorded and change nothing. InvalidArgument when
+ * the sizes differ between ranks (on every rank, naming them) or the buffer overlaps a window. */
+mscclppResult_t mscclppCommWindowRegister(mscclppComm_t comm, void* buff, size_t size, mscclppWindow_t* win);
+/* Local: calls made after it no longer treat the window's buffer as registered (mappings of it
+ * stay until the communicator is destroyed: captured graphs may still name them). */
+mscclppResult_t mscclppCommWindowDeregister(mscclppComm_t comm, mscclppWindow_t win);
+
 /* Groups (per thread, nestable): calls between the outermost GroupStart and GroupEnd are checked
  * when made and run at GroupEnd: first the collectives in call order, then every send and receive
  * together, progressing whichever can, so no order of the calls inside a group deadlocks. */

@@ -49,6 +49,7 @@ struct algo_args {
   void* stream;
   size_t bytes;           /* the message size the selection table uses (see tuning/algo.tsv) */
   int captured;           /* GPU ranks: the stream is being captured into a CUDA graph (set by dispatch) */
+  const struct algo_win* win[2]; /* GPU ranks: the windows holding send and recv, both or neither (set by dispatch) */
 };
 
 /* A pre-multiplied-sum operator made by mscclppRedOpCreatePreMulSum. */
@@ -60,6 +61,15 @@ struct algo_premul {
   unsigned char value[8]; /* HostImmediate: the value, copied at creation */
 };
 
+/* A window (window.c): this rank's buffer and, on GPU ranks, every peer's as mapped here. */
+#define ALGO_WIN_MAX_RANKS 8 /* GPU ranks of one communicator (gpu.h checks GPU_MAX_RANKS against it) */
+struct algo_win {
+  char* base;
+  size_t size;
+  char* peer[ALGO_WIN_MAX_RANKS]; /* GPU ranks: rank q's buffer (q == rank: base); NULL on CPU ranks */
+  struct algo_win* next;
+};
+
 /* What this layer keeps per communicator. Found through algo_comm_get (state.c). */
 struct algo_comm {
   struct mscclppComm* comm;
@@ -69,7 +79,16 @@ struct algo_comm {
   int npremul;
   struct cpu_net* net; /* CPU ranks: scratch and pipes, made on first use */
   struct gpu_net* gnet; /* GPU ranks: scratch and memory channels, made on first use (algo/gpu/gpu.h) */
+  struct algo_win* wins; /* registered windows, newest first */
 };
+
+/* ---- windows (window.c) ----------------------------------------------------------------------- */
+
+/* The windows holding the call's send and receive buffers into a->win, when both lie in windows
+ * (GPU ranks, collectives with a zero-copy algorithm; else both NULL). */
+void algo_win_find(const struct algo_comm* ac, struct algo_args* a);
+/* Releases every window of ac (teardown). */
+void algo_win_free_all(struct algo_comm* ac);
 
 /* The state of comm, made on first use (no communication) in the communicator's COMM_EXT_ALGO slot
  * and released at communicator teardown. Lock-free once made. */

@@ -14,6 +14,7 @@ static void state_fini(struct mscclppComm* comm, void* state, int abort) {
   (void)abort;
   struct algo_comm* ac = state;
   cpu_net_free(ac->net);
+  algo_win_free_all(ac);
   gpu_net_free(ac->gnet);
   free(ac->premul);
   free(ac);

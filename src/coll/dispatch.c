@@ -53,7 +53,11 @@ static mscclppResult_t dispatch_here(struct algo_comm* ac, const struct algo_arg
   const struct algo_desc* d = NULL;
   struct algo_args call = *a;
   call.captured = ac->kind == mscclppRankGpu && gpu_stream_captured(a->stream);
-  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, a->dtype, call.captured, &d));
+  algo_win_find(ac, &call);
+  /* Buffers in registered windows reach peers without an exchange: eager calls on them may take the
+   * zero-copy algorithms, which the table keeps for captured calls otherwise. */
+  int zc_ok = call.captured || call.win[0] != NULL;
+  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, a->dtype, zc_ok, &d));
   if (d == NULL) {
     if (ac->kind == mscclppRankGpu) return not_built(name);
     return MPP_ERR(mscclppInternalError, "%s: no algorithm registered for CPU ranks", name);

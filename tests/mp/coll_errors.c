@@ -6,7 +6,9 @@
  *   coll_errors peerdeath     rank 1 exits; rank 0's allreduce and receive fail naming rank 1
  *   coll_errors badalgo       MSCCLPP_ALGO names an unknown algorithm (set by the test)
  *   coll_errors badtable      MSCCLPP_ALGO_TABLE cannot be read (set by the test)
- *   coll_errors scratch       rank 1 sets another MSCCLPP_ALGO_CPU_SCRATCH than rank 0 */
+ *   coll_errors scratch       rank 1 sets another MSCCLPP_ALGO_CPU_SCRATCH than rank 0
+ *   coll_errors windows       window registration: sizes that differ, NULL, overlap, a bad handle;
+ *                             then collectives on windows (CPU ranks: recorded, results unchanged) */
 #include "transport_mp.h"
 
 static int rank, n;
@@ -105,6 +107,32 @@ static void peer_death(void) {
   exit(0); /* the communicator's peer is gone: skip the orderly teardown */
 }
 
+/* Registration is collective: every rank fails alike when one rank's argument is bad. */
+static void windows(void) {
+  static float w[2][64], other[64];
+  mscclppWindow_t win = NULL, win2 = NULL;
+  EXPECT(mscclppCommWindowRegister(NULL, w[0], sizeof(w[0]), &win), mscclppInvalidArgument, "comm is NULL");
+  EXPECT(mscclppCommWindowRegister(comm, w[0], sizeof(w[0]), NULL), mscclppInvalidArgument, "win is NULL");
+  CHECK_RES(mscclppCommWindowRegister(comm, w[0], rank == 1 ? 128 : 256, &win), mscclppInvalidArgument);
+  CHECK_ERR_MENTIONS("rank 1 registers 128 bytes");
+  CHECK(win == NULL);
+  CHECK_RES(mscclppCommWindowRegister(comm, rank == 0 ? NULL : w[0], 256, &win), rank == 0 ? mscclppInvalidArgument : mscclppRemoteError);
+  CHECK_ERR_MENTIONS(rank == 0 ? "buff is NULL" : "rank 0 refused its buffer");
+  CHECK_OK(mscclppCommWindowRegister(comm, w[0], sizeof(w[0]), &win));
+  CHECK_OK(mscclppCommWindowRegister(comm, w[1], sizeof(w[1]), &win2));
+  mscclppWindow_t bad = win;
+  CHECK_RES(mscclppCommWindowRegister(comm, (char*)w[0] + 16, 64, &bad), mscclppInvalidArgument);
+  CHECK_ERR_MENTIONS("overlaps the window");
+  CHECK(bad == NULL);
+  for (int i = 0; i < 64; i++) w[0][i] = (float)(rank + i);
+  CHECK_OK(mscclppAllReduce(w[0], w[1], 64, mscclppFloat, mscclppSum, comm, NULL));
+  for (int i = 0; i < 64; i++) CHECK_MSG(w[1][i] == (float)(n * i + n * (n - 1) / 2), "element %d: %g", i, w[1][i]);
+  CHECK_OK(mscclppCommWindowDeregister(comm, win));
+  EXPECT(mscclppCommWindowDeregister(comm, win), mscclppInvalidArgument, "is not a window of this communicator");
+  EXPECT(mscclppCommWindowDeregister(comm, (mscclppWindow_t)other), mscclppInvalidArgument, "is not a window");
+  CHECK_OK(mscclppCommWindowDeregister(comm, win2));
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "args";
   if (strcmp(mode, "scratch") == 0 && getenv("MSCCLPP_RANK") && atoi(getenv("MSCCLPP_RANK")) == 1)
@@ -114,6 +142,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "args") == 0) bad_arguments();
   else if (strcmp(mode, "mismatch") == 0) mismatch(argc > 2 ? argv[2] : "count");
   else if (strcmp(mode, "peerdeath") == 0) peer_death();
+  else if (strcmp(mode, "windows") == 0) windows();
   else if (strcmp(mode, "badalgo") == 0) {
     CHECK_RES(mscclppAllReduce(a, b, 4, mscclppFloat, mscclppSum, comm, NULL), mscclppInvalidArgument);
     CHECK_ERR_MENTIONS("unknown algorithm 'cpu_bogus'; valid names: cpu_allreduce_rsag");

@@ -24,6 +24,9 @@
 #include "core/ubuf.h"
 
 #define GPU_MAX_RANKS 8 /* one reduction takes every rank's part: at most ELEM_MAX_SRCS */
+#if GPU_MAX_RANKS > ALGO_WIN_MAX_RANKS
+#error "a window maps every GPU rank's buffer: raise ALGO_WIN_MAX_RANKS"
+#endif
 #if GPU_MAX_RANKS > ELEM_MAX_SRCS
 #error "GPU_MAX_RANKS exceeds the sources one GPU reduction takes (ELEM_MAX_SRCS)"
 #endif
@@ -107,6 +110,9 @@ struct algo_args;
 /* The GPU state of ac, made on the first call (collective over the communicator: every rank's
  * first GPU collective makes it). Refused while the stream is being captured into a graph. */
 mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net** out);
+/* Maps every peer's buffer of window w into w->peer (collective: every rank registers its window
+ * together; mscclppCommWindowRegister has checked the sizes agree). */
+mscclppResult_t gpu_win_map(struct algo_comm* ac, struct algo_win* w);
 /* Releases the state (kernels using it must have finished). */
 void gpu_net_free(struct gpu_net* g);
 
@@ -154,9 +160,9 @@ mscclppResult_t gpu_coll_ce(struct algo_comm* ac, const struct algo_args* a);
 void gpu_ce_free(struct gpu_ce* ce);
 /* The start of a graph-only algorithm (zc, ce; zc.c): *go = 1 when it runs call a itself, with
  * *g the GPU state, z every rank's buffers as mapped here and p the call's exchange plans
- * (gpu_plans, two-phase for allreduce) (for captured, non-empty calls that
- * are no premulsum reduction, every rank swaps its buffers' registrations with every peer: a
- * collective step); *go = 0 when the bulk sibling runs it instead (also when some rank's call is
+ * (gpu_plans, two-phase for allreduce) (for captured calls or calls on registered windows,
+ * non-empty and no premulsum reduction; captured calls off windows swap their buffers'
+ * registrations with every peer: a collective step); *go = 0 when the bulk sibling runs it instead (also when some rank's call is
  * an in-place alltoall, agreed in the swap). */
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
                                      struct gx_zc* z, struct gx_plan p[2], int* go);

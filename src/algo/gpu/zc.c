@@ -11,7 +11,11 @@
  * Allocations are registered and imported once (core/ubuf.c) and kept until teardown, since the
  * graph names them.
  *
- * Calls outside capture, pre-multiplied sums (a rank cannot scale a peer's input by the peer's
+ * Buffers in registered windows (algo/window.c) need no exchange: every rank mapped every peer's
+ * window when it was registered, and the windows' rule puts a call's buffers at the same offsets on
+ * every rank. Calls on windows take these algorithms also outside capture.
+ *
+ * Calls outside capture (not on windows), pre-multiplied sums (a rank cannot scale a peer's input by the peer's
  * scalar), empty calls and in-place alltoall (a rank would overwrite a part its peer has not sent
  * yet) run the bulk sibling; the last is agreed in the exchange, so every rank takes the same path. */
 #include <string.h>
@@ -136,6 +140,38 @@ static mscclppResult_t zc_map(struct gpu_net* g, struct algo_comm* ac, const str
   return res;
 }
 
+/* Every rank's buffers of this call from the windows holding this rank's (no exchange: the windows'
+ * rule puts them at the same offsets on every rank). */
+static void zc_from_windows(const struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z) {
+  uint64_t so = (uint64_t)((const char*)a->send - a->win[0]->base), ro = (uint64_t)((char*)a->recv - a->win[1]->base);
+  for (int q = 0; q < ac->nranks; q++) z->peer_src[q] = a->win[0]->peer[q] + so, z->peer_dst[q] = a->win[1]->peer[q] + ro;
+}
+
+/* MSCCLPP_WINDOW_CHECK: the exchanged buffers (z) must be where the windows say. */
+static mscclppResult_t zc_window_check(const struct algo_comm* ac, const struct algo_args* a, const struct gx_zc* z) {
+  struct gx_zc w;
+  zc_from_windows(ac, a, &w);
+  for (int q = 0; q < ac->nranks; q++)
+    if (w.peer_src[q] != z->peer_src[q] || w.peer_dst[q] != z->peer_dst[q])
+      return MPP_ERR(mscclppInvalidUsage, "%s on registered windows: rank %d's buffers are not at the offsets of this "
+                     "rank's in their windows (a call on windows uses the same offsets on every rank)",
+                     algo_coll_name(a->coll), q);
+  return mscclppSuccess;
+}
+
+/* The peers' buffers of a call on windows or a captured call, into z; *usable as for zc_map. */
+static mscclppResult_t zc_peers(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
+                                int* usable) {
+  if (a->win[0] == NULL || param_int(PARAM_WINDOW_CHECK)) {
+    MPP_CHECK(zc_map(g, ac, a, z, usable));
+    return a->win[0] ? zc_window_check(ac, a, z) : mscclppSuccess;
+  }
+  memset(z, 0, sizeof(*z));
+  zc_from_windows(ac, a, z);
+  *usable = !(a->coll == ALGO_COLL_ALLTOALL && a->send == a->recv); /* the same on every rank, by the windows' rule */
+  return mscclppSuccess;
+}
+
 /* Bytes per block: the parameter's floor, more when the blocks would not cover the part. */
 static uint64_t zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
   int64_t floor = param_int(PARAM_ALGO_GPU_ZC_CHUNK);
@@ -149,10 +185,10 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
                                      struct gx_zc* z, struct gx_plan p[2], int* go) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
   *go = 0;
-  if (!a->captured || a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return mscclppSuccess;
+  if (!(a->captured || a->win[0]) || a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return mscclppSuccess;
   MPP_CHECK(gpu_net_get(ac, a->stream, g));
   int usable = 0;
-  MPP_CHECK(zc_map(*g, ac, a, z, &usable));
+  MPP_CHECK(zc_peers(*g, ac, a, z, &usable));
   if (!usable) LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
   *go = usable;
   if (usable) (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);

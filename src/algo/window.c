@@ -1,0 +1,114 @@
+/* window.c - registered windows (mscclppCommWindowRegister): every rank's buffer of a window is
+ * known to every rank, so a GPU collective whose buffers lie in windows reaches its peers' buffers
+ * without an exchange (algo/gpu/zc.c). Registration is collective; the checks that decide whether
+ * to fail run on data every rank shares, so every rank fails alike. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <mscclpp/collectives.h>
+
+#include "algo/algo.h"
+#include "algo/gpu/gpu.h"
+#include "bootstrap/bootstrap.h"
+#include "core/comm.h"
+#include "util/err.h"
+
+static const struct algo_win* win_holding(const struct algo_comm* ac, const void* p, size_t bytes) {
+  const char* c = p;
+  for (const struct algo_win* w = ac->wins; w; w = w->next)
+    if (c >= w->base && bytes <= w->size && (size_t)(c - w->base) <= w->size - bytes) return w;
+  return NULL;
+}
+
+void algo_win_find(const struct algo_comm* ac, struct algo_args* a) {
+  a->win[0] = a->win[1] = NULL;
+  if (ac->wins == NULL || ac->kind != mscclppRankGpu) return;
+  uint64_t b = (uint64_t)a->count * a->es, n = (uint64_t)ac->nranks, sb, rb;
+  switch (a->coll) {
+    case ALGO_COLL_ALLREDUCE: sb = b, rb = b; break;
+    case ALGO_COLL_ALLGATHER: sb = b, rb = b * n; break;
+    case ALGO_COLL_REDUCESCATTER: sb = b * n, rb = b; break;
+    case ALGO_COLL_ALLTOALL: sb = b * n, rb = b * n; break;
+    default: return; /* no zero-copy algorithm */
+  }
+  const struct algo_win* s = win_holding(ac, a->send, sb);
+  const struct algo_win* r = s ? win_holding(ac, a->recv, rb) : NULL;
+  if (s && r) a->win[0] = s, a->win[1] = r;
+}
+
+void algo_win_free_all(struct algo_comm* ac) {
+  while (ac->wins) {
+    struct algo_win* w = ac->wins;
+    ac->wins = w->next;
+    free(w);
+  }
+}
+
+static mscclppResult_t overlap_check(const struct algo_comm* ac, const char* buff, size_t size) {
+  for (const struct algo_win* w = ac->wins; w; w = w->next)
+    if (buff < w->base + w->size && w->base < buff + size)
+      return MPP_ERR(mscclppInvalidArgument,
+                     "mscclppCommWindowRegister: [%p, +%zu bytes) overlaps the window [%p, +%zu bytes) of this rank",
+                     (void*)buff, size, (void*)w->base, w->size);
+  return mscclppSuccess;
+}
+
+/* Every rank's size, gathered; InvalidArgument on every rank when they differ. A local failure
+ * (local != Success) is shared as size 0, so the others fail too instead of mapping. */
+static mscclppResult_t sizes_agree(struct algo_comm* ac, size_t size, mscclppResult_t local) {
+  uint64_t* all = calloc((size_t)ac->nranks, sizeof(*all));
+  if (all == NULL) return MPP_ERR(mscclppSystemError, "mscclppCommWindowRegister: out of host memory");
+  all[ac->rank] = local == mscclppSuccess ? size : 0;
+  mscclppResult_t res = bootstrap_allgather(ac->comm->boot, all, sizeof(*all));
+  for (int q = 0; q < ac->nranks && res == mscclppSuccess; q++) {
+    if (all[q] == 0)
+      res = local != mscclppSuccess ? local
+                                    : MPP_ERR(mscclppRemoteError, "mscclppCommWindowRegister: rank %d refused its buffer", q);
+    else if (all[q] != all[0]) /* the same text on every rank */
+      res = MPP_ERR(mscclppInvalidArgument, "mscclppCommWindowRegister: rank %d registers %llu bytes, rank 0 %llu "
+                    "(a window has the same size on every rank)", q, (unsigned long long)all[q], (unsigned long long)all[0]);
+  }
+  free(all);
+  return res;
+}
+
+mscclppResult_t mscclppCommWindowRegister(mscclppComm_t comm, void* buff, size_t size, mscclppWindow_t* win) {
+  MPP_CHECK_ARG(comm != NULL, "mscclppCommWindowRegister: comm is NULL");
+  MPP_CHECK_ARG(win != NULL, "mscclppCommWindowRegister: win is NULL");
+  *win = NULL;
+  COMM_CHECK(comm);
+  struct algo_comm* ac = NULL;
+  MPP_CHECK(algo_comm_get(comm, &ac));
+  /* Arguments are checked locally, then agreed on, so a bad one fails every rank. */
+  mscclppResult_t local = mscclppSuccess;
+  if (buff == NULL || size == 0)
+    local = MPP_ERR(mscclppInvalidArgument, "mscclppCommWindowRegister: %s", buff == NULL ? "buff is NULL" : "size is 0");
+  if (local == mscclppSuccess) local = overlap_check(ac, buff, size);
+  MPP_CHECK(sizes_agree(ac, size, local));
+  struct algo_win* w = calloc(1, sizeof(*w));
+  if (w == NULL) return MPP_ERR(mscclppSystemError, "mscclppCommWindowRegister: out of host memory");
+  w->base = buff, w->size = size;
+  mscclppResult_t res = ac->kind == mscclppRankGpu ? gpu_win_map(ac, w) : mscclppSuccess;
+  if (res != mscclppSuccess) {
+    free(w);
+    return res;
+  }
+  w->next = ac->wins, ac->wins = w;
+  *win = (mscclppWindow_t)w;
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppCommWindowDeregister(mscclppComm_t comm, mscclppWindow_t win) {
+  MPP_CHECK_ARG(comm != NULL, "mscclppCommWindowDeregister: comm is NULL");
+  COMM_CHECK(comm);
+  struct algo_comm* ac = NULL;
+  MPP_CHECK(algo_comm_get(comm, &ac));
+  for (struct algo_win** p = &ac->wins; *p; p = &(*p)->next)
+    if (*p == (struct algo_win*)win) {
+      struct algo_win* w = *p;
+      *p = w->next;
+      free(w);
+      return mscclppSuccess;
+    }
+  return MPP_ERR(mscclppInvalidArgument, "mscclppCommWindowDeregister: %p is not a window of this communicator", (void*)win);
+}
