@@ -163,6 +163,8 @@ ncclResult_t shim_fallback_run(const struct shim_op* o) {
       break;
     case SHIM_SEND: res = R->Send(o->send, o->count, o->dtype, o->peer, rc, o->stream); break;
     case SHIM_RECV: res = R->Recv(o->recv, o->count, o->dtype, o->peer, rc, o->stream); break;
+    case SHIM_WINDOW: /* never forced (no MSCCLPP_NCCL_FALLBACK name) */
+      return shim_fail(o->comm, ncclInternalError, "%s: a window registration reached the real NCCL", o->call);
   }
   if (res != ncclSuccess && res != ncclInProgress)
     return shim_fail(o->comm, res, "%s (real NCCL): %s", o->call, R->GetErrorString ? R->GetErrorString(res) : "");

@@ -1,5 +1,6 @@
 /* group.c - ncclGroupStart/End per thread. Inside a group, collectives and point-to-point calls
  * are queued, and communicator inits (nccl-tests -g N: one thread initialises several ranks) wait.
+ * Symmetric window registrations (collective) queue too, as NCCL defers them.
  * The outermost ncclGroupEnd first initialises every pending communicator at once (a thread each,
  * since every rank's init waits for the others), then runs the queue: each communicator's calls
  * in call order inside one library group (mscclppGroupStart/End, which progresses its sends and
@@ -79,6 +80,7 @@ static mscclppResult_t run_op(const struct shim_op* o) {
     case SHIM_ALLTOALL: return mscclppAllToAll(o->send, o->recv, o->count, dt, c, o->stream);
     case SHIM_SEND: return mscclppSend(o->send, o->count, dt, o->peer, c, o->stream);
     case SHIM_RECV: return mscclppRecv(o->recv, o->count, dt, o->peer, c, o->stream);
+    case SHIM_WINDOW: return mscclppCommWindowRegister(c, (void*)o->send, o->count, (mscclppWindow_t*)o->recv);
   }
   return mscclppInvalidArgument;
 }

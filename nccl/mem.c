@@ -69,13 +69,18 @@ static ncclResult_t reg_make(ncclComm_t comm, void* buff, size_t size, int flags
   struct shim_reg* g = malloc(sizeof(*g));
   if (!g) return shim_fail(comm, ncclSystemError, "%s: out of memory", call);
   *g = (struct shim_reg){buff, size, flags, NULL};
-  /* Collective, and fails on every rank alike (sizes that differ, a bad buffer on some rank). */
-  if (flags & NCCL_WIN_COLL_SYMMETRIC) res = shim_fail_lib(comm, mscclppCommWindowRegister(comm->c, buff, size, &g->win), call);
-  if (res == ncclSuccess && !reg_list_add(comm, g)) {
-    if (g->win) (void)mscclppCommWindowDeregister(comm->c, g->win);
-    res = shim_fail(comm, ncclSystemError, "%s: out of memory", call);
+  if (!reg_list_add(comm, g)) {
+    free(g);
+    return shim_fail(comm, ncclSystemError, "%s: out of memory", call);
+  }
+  /* The library's window: collective, so inside a group it waits for ncclGroupEnd (several ranks of
+   * one thread register together there), and it fails on every rank alike. */
+  if (flags & NCCL_WIN_COLL_SYMMETRIC) {
+    struct shim_op op = {.kind = SHIM_WINDOW, .call = call, .send = buff, .recv = &g->win, .count = size, .comm = comm};
+    res = shim_submit(&op);
   }
   if (res != ncclSuccess) {
+    reg_list_remove(comm, g);
     free(g);
     return res;
   }

@@ -80,7 +80,8 @@ enum shim_kind {
   SHIM_REDUCE,
   SHIM_ALLTOALL,
   SHIM_SEND,
-  SHIM_RECV
+  SHIM_RECV,
+  SHIM_WINDOW /* a symmetric window's registration: send the buffer, count its bytes, recv the mscclppWindow_t* to set */
 };
 struct shim_op {
   enum shim_kind kind;

@@ -71,6 +71,15 @@ static void one_thread(ncclComm_t* comms) {
   static float x[64][N], y[64][N], g[64][N * 64];
   for (int r = 0; r < nranks; r++)
     for (int i = 0; i < N; i++) x[r][i] = (float)val(r, (size_t)i);
+  /* nccl-tests -R 2: every rank's symmetric windows registered in one group (collective: they
+   * wait for ncclGroupEnd, or the first rank's would wait for the others forever) */
+  ncclWindow_t wx[64], wy[64];
+  NOK(ncclGroupStart());
+  for (int r = 0; r < nranks; r++) {
+    NOK(ncclCommWindowRegister(comms[r], x[r], sizeof(x[r]), &wx[r], NCCL_WIN_COLL_SYMMETRIC));
+    NOK(ncclCommWindowRegister(comms[r], y[r], sizeof(y[r]), &wy[r], NCCL_WIN_COLL_SYMMETRIC));
+  }
+  NOK(ncclGroupEnd());
   NOK(ncclGroupStart());
   for (int r = 0; r < nranks; r++) NOK(ncclAllReduce(x[r], y[r], N, ncclFloat32, ncclSum, comms[r], NULL));
   NOK(ncclGroupEnd());
@@ -84,6 +93,8 @@ static void one_thread(ncclComm_t* comms) {
       NCHECK(y[r][i] == (float)want);
       for (int k = 0; k < nranks; k++) NCHECK(g[r][k * N + i] == (float)val(k, (size_t)i));
     }
+  for (int r = 0; r < nranks; r++) NOK(ncclCommWindowDeregister(comms[r], wx[r]));
+  for (int r = 0; r < nranks; r++) NOK(ncclCommWindowDeregister(comms[r], wy[r]));
 }
 
 struct disco {
