@@ -3,7 +3,7 @@
  * there ("allreduce,alltoall", or "all"); the device API (ncclDevCommCreate) goes there whenever a
  * real NCCL is configured. Each communicator gets its real twin lazily, at its first forwarded call:
  * rank 0 of it makes a real unique id and sends it over this library's bootstrap, then every rank
- * initialises the twin on its current device. Every rank must forward the same calls (the same
+ * initialises the twin on the communicator's device. Every rank must forward the same calls (the same
  * environment), as NCCL's own rules require of collectives. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -131,7 +131,16 @@ static ncclResult_t twin(ncclComm_t comm, const char* call, void** out) {
     r = mscclppBootstrapRecv(comm->c, 0, TWIN_TAG, &id, sizeof(id));
   }
   if (r != mscclppSuccess) return shim_fail_lib(comm, r, call);
+  /* The twin lives on the communicator's device, whatever is current on the calling thread (a
+   * group's worker, or a caller that drives ranks of several devices): NCCL takes the current one
+   * at init and refuses buffers of another device later. */
+  int dev = -1, prev = -1;
+  (void)mscclppCommCudaDevice(comm->c, &dev);
+  (void)mscclppGetCudaDevice(&prev);
+  if (res == ncclSuccess && dev != prev) r = mscclppSetCudaDevice(dev);
+  if (r != mscclppSuccess) return shim_fail_lib(comm, r, call);
   if (res == ncclSuccess) res = R->CommInitRank(&comm->real, comm->nranks, id, comm->rank);
+  if (dev != prev) (void)mscclppSetCudaDevice(prev);
   if (res != ncclSuccess)
     return shim_fail(comm, res, "%s: the real NCCL's communicator: %s", call, R->GetErrorString ? R->GetErrorString(res) : "");
   *out = comm->real;

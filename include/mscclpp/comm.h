@@ -74,6 +74,9 @@ mscclppResult_t mscclppCommCudaDevice(mscclppComm_t comm, int* device);
  * what a config's cudaDevice of -1 means, for a caller that creates the communicator on another
  * thread. */
 mscclppResult_t mscclppGetCudaDevice(int* device);
+/* Makes device the calling thread's current CUDA device (-1: does nothing), for a client that
+ * does not link the CUDA runtime itself. InvalidArgument when there is no such device. */
+mscclppResult_t mscclppSetCudaDevice(int device);
 
 /* Tears down after the other ranks are done with this one (no collective wait). */
 mscclppResult_t mscclppCommDestroy(mscclppComm_t comm);

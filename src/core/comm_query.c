@@ -55,6 +55,14 @@ mscclppResult_t mscclppGetCudaDevice(int* device) {
   return mscclppSuccess;
 }
 
+mscclppResult_t mscclppSetCudaDevice(int device) {
+  err_clear();
+  if (device == -1) return mscclppSuccess;
+  int n = gpu_count();
+  MPP_CHECK_ARG(device >= 0 && device < n, "mscclppSetCudaDevice: device %d is not one of this machine's %d GPUs", device, n);
+  return gpu_set_device(device);
+}
+
 mscclppResult_t mscclppBootstrapAllGather(mscclppComm_t comm, void* data, int size) {
   err_clear();
   COMM_CHECK(comm);
