@@ -32,11 +32,19 @@ struct real_nccl {
   ncclResult_t (*GroupEnd)(void);
   ncclResult_t (*DevCommCreate)(void*, const void*, void*);
   ncclResult_t (*DevCommDestroy)(void*, const void*);
+  /* what it calls on its own communicators (shim_fallback_async_error and siblings) */
+  ncclResult_t (*CommGetAsyncError)(void*, ncclResult_t*);
+  ncclResult_t (*CommRegister)(void*, void*, size_t, void**);
+  ncclResult_t (*CommDeregister)(void*, void*);
+  ncclResult_t (*CommWindowDeregister)(void*, void*);
 };
 
 /* The real NCCL calls its own exported functions (ncclAllGather asks ncclCommGetAsyncError whether
  * the communicator is ready): without RTLD_DEEPBIND those calls would bind to this library's names,
- * which come first in the global scope, and be refused as foreign communicators. (AddressSanitizer
+ * which come first in the global scope, and be refused as foreign communicators. A real NCCL that
+ * the process loaded before (torch preloads its wheel's libnccl.so.2 into the global scope) is
+ * returned as it is, already bound: its calls on its own communicators come here and are sent back
+ * (shim_fallback_async_error and siblings). (AddressSanitizer
  * refuses RTLD_DEEPBIND; the sanitized builds load only tests/nccl/fake_nccl.c, which does the same
  * self-call only when built without it.) */
 #if defined(__SANITIZE_ADDRESS__)
@@ -88,6 +96,7 @@ static void load(void) {
   SYM(GetUniqueId), SYM(CommInitRank), SYM(CommDestroy), SYM(CommAbort), SYM(GetErrorString), SYM(AllReduce);
   SYM(AllGather), SYM(ReduceScatter), SYM(Broadcast), SYM(Reduce), SYM(AlltoAll), SYM(Send), SYM(Recv);
   SYM(GroupStart), SYM(GroupEnd), SYM(DevCommCreate), SYM(DevCommDestroy);
+  SYM(CommGetAsyncError), SYM(CommRegister), SYM(CommDeregister), SYM(CommWindowDeregister);
   if (!real.GetUniqueId || !real.CommInitRank || !real.CommDestroy || !real.AllReduce || !real.GroupStart ||
       !real.GroupEnd || !real.Send || !real.Recv) {
     snprintf(load_error, sizeof(load_error), "MSCCLPP_NCCL_LIB_PATH=%s does not export NCCL's functions", path);
@@ -201,4 +210,26 @@ void shim_fallback_free(ncclComm_t comm, int abort) {
   if (!comm->real || !real.lib) return;
   (void)(abort && real.CommAbort ? real.CommAbort(comm->real) : real.CommDestroy(comm->real));
   comm->real = NULL;
+}
+
+/* Whether comm is a twin of the real NCCL that has function fn: the real library's own call that
+ * bound to this library's name. */
+static int twin_call(const void* comm, const void* fn) { return real.lib && fn && shim_live_is_twin(comm); }
+
+int shim_fallback_async_error(const void* comm, ncclResult_t* asyncError, ncclResult_t* res) {
+  if (!twin_call(comm, (void*)real.CommGetAsyncError)) return 0;
+  *res = real.CommGetAsyncError((void*)comm, asyncError);
+  return 1;
+}
+
+int shim_fallback_register(const void* comm, void* buff, size_t size, void** handle, ncclResult_t* res) {
+  if (!twin_call(comm, (void*)real.CommRegister)) return 0;
+  *res = real.CommRegister((void*)comm, buff, size, handle);
+  return 1;
+}
+
+int shim_fallback_deregister(const void* comm, void* handle, int window, ncclResult_t* res) {
+  if (!twin_call(comm, window ? (void*)real.CommWindowDeregister : (void*)real.CommDeregister)) return 0;
+  *res = window ? real.CommWindowDeregister((void*)comm, handle) : real.CommDeregister((void*)comm, handle);
+  return 1;
 }

@@ -51,3 +51,12 @@ int shim_live(ncclComm_t comm) {
   if (found) last_live = comm, last_removals = gen;
   return found;
 }
+
+int shim_live_is_twin(const void* real) {
+  if (real == NULL) return 0;
+  pthread_mutex_lock(&live_lock);
+  int found = 0;
+  for (size_t i = 0; i < nlive && !found; i++) found = live[i]->real == real;
+  pthread_mutex_unlock(&live_lock);
+  return found;
+}

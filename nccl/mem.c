@@ -111,10 +111,14 @@ void shim_regs_free(ncclComm_t comm) {
  * ncclCommRegister are only recorded: without NCCL's symmetric rule their peers' addresses would
  * need an exchange per call (docs/nccl.md). */
 NCCL_API(ncclResult_t, CommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  ncclResult_t real_res;
+  if (!shim_live(comm) && shim_fallback_register(comm, buff, size, handle, &real_res)) return real_res;
   return reg_make(comm, buff, size, 0, "ncclCommRegister", handle);
 }
 
 NCCL_API(ncclResult_t, CommDeregister, const ncclComm_t comm, void* handle) {
+  ncclResult_t real_res;
+  if (!shim_live(comm) && shim_fallback_deregister(comm, handle, 0, &real_res)) return real_res;
   return reg_free(comm, handle, "ncclCommDeregister");
 }
 
@@ -125,5 +129,7 @@ NCCL_API(ncclResult_t, CommWindowRegister, ncclComm_t comm, void* buff, size_t s
 }
 
 NCCL_API(ncclResult_t, CommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  ncclResult_t real_res;
+  if (!shim_live(comm) && shim_fallback_deregister(comm, win, 1, &real_res)) return real_res;
   return reg_free(comm, win, "ncclCommWindowDeregister");
 }

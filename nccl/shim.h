@@ -116,6 +116,16 @@ ncclResult_t shim_fallback_group(int start);
 ncclResult_t shim_fallback_devcomm(ncclComm_t comm, const void* reqs, void* out, int create);
 void shim_fallback_free(ncclComm_t comm, int abort);
 
+/* 1 when real is the real twin of a live communicator (live.c). */
+int shim_live_is_twin(const void* real);
+/* The real NCCL calling its own exported functions on its own communicators: where those calls
+ * bound to this library's names (the real library was loaded into the global scope before us,
+ * e.g. by torch's preloading, so RTLD_DEEPBIND could not apply), they are sent back to it. Each
+ * returns 1 and sets *res when comm is a live communicator's twin (fallback.c). */
+int shim_fallback_async_error(const void* comm, ncclResult_t* asyncError, ncclResult_t* res);
+int shim_fallback_register(const void* comm, void* buff, size_t size, void** handle, ncclResult_t* res);
+int shim_fallback_deregister(const void* comm, void* handle, int window, ncclResult_t* res);
+
 /* Groups of this thread (group.c). */
 int shim_group_depth(void);
 /* Queues comm's initialisation for the outermost ncclGroupEnd; InternalError when out of memory. */

@@ -20,7 +20,8 @@ static int depth;
 static struct fake_comm* deferred[64];
 static int ndeferred;
 
-static int calls[8]; /* 0 init, 1 destroy, 2 allreduce, 3 allgather, 4 group start, 5 group end, 6 send/recv */
+static int calls[8]; /* 0 init, 1 destroy, 2 allreduce, 3 allgather, 4 group start, 5 group end, 6 send/recv,
+                       * 7 its own ncclCommGetAsyncError */
 
 /* The counts, for the test (not an NCCL function). */
 __attribute__((visibility("default"))) int fake_nccl_calls(int what) { return what >= 0 && what < 8 ? calls[what] : -1; }
@@ -51,8 +52,10 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
 const char* ncclGetErrorString(ncclResult_t r) { return r == ncclSuccess ? "fake success" : "fake failure"; }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* err) {
-  (void)comm;
+  const struct fake_comm* c = (const struct fake_comm*)(void*)comm;
+  if (!c || !c->ready) return ncclInvalidArgument;
   *err = ncclSuccess;
+  calls[7]++;
   return ncclSuccess;
 }
 

@@ -53,6 +53,10 @@ add_test(NAME nccl_fallback_forward_n3 COMMAND mscclpp-run -n 3 $<TARGET_FILE:nc
          ${CMAKE_CURRENT_BINARY_DIR}/nccl_fallback_forward.id)
 set_tests_properties(nccl_fallback_forward_n3 PROPERTIES LABELS mp TIMEOUT 120
   ENVIRONMENT "MSCCLPP_NCCL_LIB_PATH=$<TARGET_FILE:fake_nccl>;MSCCLPP_NCCL_FALLBACK=allreduce")
+add_test(NAME nccl_fallback_preloaded_n2 COMMAND mscclpp-run -n 2 $<TARGET_FILE:nccl_fallback> preloaded
+         ${CMAKE_CURRENT_BINARY_DIR}/nccl_fallback_preloaded.id)
+set_tests_properties(nccl_fallback_preloaded_n2 PROPERTIES LABELS mp TIMEOUT 120
+  ENVIRONMENT "MSCCLPP_NCCL_LIB_PATH=$<TARGET_FILE:fake_nccl>;MSCCLPP_NCCL_FALLBACK=allreduce")
 add_test(NAME nccl_fallback_missing_n2 COMMAND mscclpp-run -n 2 $<TARGET_FILE:nccl_fallback> missing
          ${CMAKE_CURRENT_BINARY_DIR}/nccl_fallback_missing.id)
 set_tests_properties(nccl_fallback_missing_n2 PROPERTIES LABELS mp TIMEOUT 120 ENVIRONMENT "MSCCLPP_NCCL_FALLBACK=allreduce")

@@ -6,6 +6,9 @@
  *                                  in one group; the twin is destroyed with the communicator
  *   nccl_fallback missing IDFILE   MSCCLPP_NCCL_LIB_PATH unset: the forced call fails saying why
  *   nccl_fallback self IDFILE      MSCCLPP_NCCL_LIB_PATH naming this library: refused, not a loop
+ *   nccl_fallback preloaded IDFILE as forward, with the fake loaded into the global scope first (as
+ *                                  torch preloads its NCCL): its own calls bind to this library's
+ *                                  names and must be sent back to it
  *
  * under mscclpp-run -n N. */
 #include <dlfcn.h>
@@ -54,16 +57,20 @@ static void forward(ncclComm_t comm) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) NFAIL("usage: nccl_fallback forward|missing|self IDFILE (under mscclpp-run)");
+  if (argc != 3) NFAIL("usage: nccl_fallback forward|preloaded|missing|self IDFILE (under mscclpp-run)");
   rank = env_int("MSCCLPP_RANK", -1), nranks = env_int("MSCCLPP_WORLD_SIZE", -1);
   char path[4096];
   snprintf(path, sizeof(path), "%s.%s", argv[2], getenv("MSCCLPP_MASTER_PORT") ? getenv("MSCCLPP_MASTER_PORT") : "0");
   ncclUniqueId id = share_id(rank, path);
   ncclComm_t comm;
   NOK(ncclCommInitRank(&comm, nranks, id, rank));
-  if (!strcmp(argv[1], "forward")) {
+  if (!strcmp(argv[1], "preloaded")) NCHECK(dlopen(getenv("MSCCLPP_NCCL_LIB_PATH"), RTLD_NOW | RTLD_GLOBAL) != NULL);
+  if (!strcmp(argv[1], "forward") || !strcmp(argv[1], "preloaded")) {
     forward(comm);
     NCHECK(fake_calls(1) == 2); /* each twin went with its communicator */
+#if !defined(__SANITIZE_ADDRESS__)
+    NCHECK(fake_calls(7) == fake_calls(2)); /* every forwarded allreduce asked the fake's own function */
+#endif
   } else if (!strcmp(argv[1], "missing") || !strcmp(argv[1], "self")) {
     float x[4] = {0}, g[16];
     const char* why = argv[1][0] == 'm' ? "MSCCLPP_NCCL_LIB_PATH is not set" : "is this library, not a real NCCL";

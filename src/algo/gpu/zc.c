@@ -141,10 +141,17 @@ static mscclppResult_t zc_map(struct gpu_net* g, struct algo_comm* ac, const str
 }
 
 /* Every rank's buffers of this call from the windows holding this rank's (no exchange: the windows'
- * rule puts them at the same offsets on every rank). */
+ * rule puts them at the same offsets on every rank). In place, allgather's input and
+ * reducescatter's output are rank q's block of the other buffer, so they lie at q's offset there. */
 static void zc_from_windows(const struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z) {
   uint64_t so = (uint64_t)((const char*)a->send - a->win[0]->base), ro = (uint64_t)((char*)a->recv - a->win[1]->base);
-  for (int q = 0; q < ac->nranks; q++) z->peer_src[q] = a->win[0]->peer[q] + so, z->peer_dst[q] = a->win[1]->peer[q] + ro;
+  uint64_t b = (uint64_t)a->count * a->es, me = (uint64_t)ac->rank;
+  int ag_in_place = a->coll == ALGO_COLL_ALLGATHER && (const char*)a->send == (const char*)a->recv + me * b;
+  int rs_in_place = a->coll == ALGO_COLL_REDUCESCATTER && (const char*)a->recv == (const char*)a->send + me * b;
+  for (int q = 0; q < ac->nranks; q++) {
+    uint64_t qs = ag_in_place ? ro + (uint64_t)q * b : so, qr = rs_in_place ? so + (uint64_t)q * b : ro;
+    z->peer_src[q] = a->win[0]->peer[q] + qs, z->peer_dst[q] = a->win[1]->peer[q] + qr;
+  }
 }
 
 /* MSCCLPP_WINDOW_CHECK: the exchanged buffers (z) must be where the windows say. */
