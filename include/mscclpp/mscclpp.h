@@ -14,5 +14,6 @@
 #include <mscclpp/collectives.h>
 #include <mscclpp/executor.h>
 #include <mscclpp/msccl_xml.h>
+#include <mscclpp/native_algorithm.h>
 
 #endif /* MSCCLPP_H_ */

@@ -1,9 +1,10 @@
 /* module.c - mscclpp._mscclpp, the CPython binding of the C library's public API; the package's
  * python/mscclpp/__init__.py builds the Python-facing names on it. Its types and functions live in
- * comm_group.c, plan.c, executor.c, gpu_buffer.c, collective.c and registry.c. Every failure raises
- * RuntimeError (ValueError for arguments) with the library's detailed message; calls that may
- * wait release the GIL. */
+ * comm_group.c, plan.c, executor.c, gpu_buffer.c, collective.c, registry.c and native.c. Every
+ * failure raises RuntimeError (ValueError for arguments) with the library's detailed message;
+ * calls that may wait release the GIL. */
 #include "common.h"
+#include "native.h"
 
 PyObject* lib_error(mscclppResult_t r, const char* what) {
   PyObject* type = r == mscclppInvalidArgument ? PyExc_ValueError : PyExc_RuntimeError;
@@ -37,14 +38,16 @@ static PyMethodDef mod_methods[] = {
     {"registry_clear", py_registry_clear, METH_NOARGS, "Removes every registered plan."},
     {"registry_list", py_registry_list, METH_NOARGS, "[(id, name, collective, uses)] in selection order."},
     {"set_selector", py_set_selector, METH_O, "set_selector(fn or None): fn(request) picks the plan of a call."},
+    {"_native_factory_call", py_native_factory_call, METH_VARARGS,
+     "_native_factory_call(address, owner) -> capsule: calls a native algorithm's factory (native.c)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mscclpp", "Bindings of the mscclpp C library.", -1,
                                     mod_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__mscclpp(void) {
-  PyTypeObject* types[] = {&CommGroupType, &PlanType, &ExecutorType, &GpuBufferType};
-  const char* names[] = {"CommGroup", "ExecutionPlan", "Executor", "RawGpuBuffer"};
+  PyTypeObject* types[] = {&CommGroupType, &PlanType, &ExecutorType, &GpuBufferType, &NativeAlgorithmType};
+  const char* names[] = {"CommGroup", "ExecutionPlan", "Executor", "RawGpuBuffer", "NativeAlgorithm"};
   enum { NTYPES = sizeof(types) / sizeof(types[0]) };
   for (int i = 0; i < NTYPES; i++)
     if (PyType_Ready(types[i]) < 0) return NULL;

@@ -91,24 +91,65 @@ class ExecutionPlanRegistry:
 
 
 class Algorithm:
-    """A collective of the C library by name: its execute() runs the library's collective (a
-    registered plan when one serves the call, else the built-in algorithm the tuning picks)."""
+    """A collective as seed 001's Algorithm: by default one of the C library's collectives by name,
+    whose execute() runs the library's collective (a registered plan when one serves the call, else
+    the built-in algorithm the tuning picks); create_from_native_capsule gives a native algorithm
+    (compile_native) and mscclpp.compile a DSL plan, with the same execute()."""
 
-    def __init__(self, name, collective):
+    def __init__(self, name, collective, _impl=None):
         self.name, self.collective = name, collective
+        self._impl = _impl  # None: the library's collective; else a callable taking execute's arguments
 
     def __repr__(self):
         return "Algorithm(%r, %r)" % (self.name, self.collective)
 
+    @classmethod
+    def create_from_native_capsule(cls, capsule):
+        """The Algorithm of a native algorithm: capsule is what a factory of a compile_native module
+        returns. ValueError names what is wrong with its def (ABI version, missing launch, ...)."""
+        if _mscclpp is None:
+            raise ImportError("Algorithm.create_from_native_capsule needs the C extension mscclpp._mscclpp, which "
+                              "failed to import (%s)" % _mscclpp_error)
+        native = _mscclpp.NativeAlgorithm(capsule)
+        algo = cls(native.name, native.collective, _impl=_NativeRunner(native))
+        algo.native = native
+        return algo
+
+    def release(self, comm):
+        """A native algorithm's state on comm torn down now (as destroying comm would); the next
+        execute on comm starts with its init again."""
+        if not isinstance(self._impl, _NativeRunner):
+            raise TypeError("Algorithm.release: %r is not a native algorithm" % (self.name,))
+        self._impl.native.release(comm)
+
     def execute(self, comm, input_buffer, output_buffer, input_size, output_size, dtype, op=ReduceOp.NOP,
                 stream=0, executor=None, nblocks=0, nthreads_per_block=0, extras=None, root=0):
         """Seed 001's interface. Buffers: integers (device pointers) or NumPy arrays (CPU ranks).
-        op NOP on a reduction means SUM. executor, nblocks, nthreads_per_block and extras are
-        accepted for compatibility; the library sizes its own launches."""
+        The library's collectives: op NOP on a reduction means SUM; executor, nblocks,
+        nthreads_per_block and extras are accepted for compatibility (the library sizes its own
+        launches). A native algorithm gets every argument but executor and root (extras: a dict of
+        str to int); a DSL plan runs through executor (one of comm's made here when None)."""
+        if self._impl is not None:
+            return self._impl(comm, input_buffer, output_buffer, input_size, output_size, dtype, op, stream, executor,
+                              nblocks, nthreads_per_block, extras, root)
         del executor, nblocks, nthreads_per_block, extras
         red = ReduceOp.SUM if op == ReduceOp.NOP else op
         _mscclpp.collective(self.collective, comm, input_buffer, output_buffer, input_size, output_size, int(dtype),
                             int(red), root, stream)
+
+
+class _NativeRunner:
+    """Algorithm.execute for a native algorithm (_mscclpp.NativeAlgorithm)."""
+
+    def __init__(self, native):
+        self.native = native
+
+    def __call__(self, comm, input_buffer, output_buffer, input_size, output_size, dtype, op, stream, executor,
+                 nblocks, nthreads_per_block, extras, root):
+        del executor, root
+        self.native.execute(comm, input_buffer, output_buffer, -1 if input_size is None else input_size,
+                            -1 if output_size is None else output_size, int(dtype), int(op), stream, nblocks,
+                            nthreads_per_block, extras)
 
 
 class AlgorithmCollectionBuilder:
@@ -121,3 +162,10 @@ class AlgorithmCollectionBuilder:
         scratch, so scratch_buffer and its size are accepted and not needed; rank is unused too."""
         del scratch_buffer, scratch_buffer_size, rank
         return [Algorithm("default_" + c, c) for c in self.COLLECTIVES]
+
+
+# Native algorithms and DSL plans (issue 19): mscclpp.compile_native, mscclpp.compile.
+from mscclpp.native import NativeCompileError, NativeModule, compile_native, get_include, get_lib  # noqa: E402
+from mscclpp.compile import compile  # noqa: E402,A001 - the function, not the submodule
+
+__all__ += ["compile", "compile_native", "get_include", "get_lib", "NativeCompileError", "NativeModule"]

@@ -15,7 +15,8 @@ struct comm_objects;
 /* Upper layers keep their per-communicator state in these slots (core never looks inside). A slot
  * is made on first use and finalized when the communicator is torn down, in reverse slot order
  * (so a layer's fini runs before the fini of the layers it uses), before the transports. */
-enum comm_ext_slot { COMM_EXT_CHANNELS = 0, COMM_EXT_PROXY, COMM_EXT_ALGO, COMM_EXT_EXEC, COMM_EXT_COUNT };
+/* COMM_EXT_NATIVE: users' native algorithms (algo/native.c), last so that it goes first. */
+enum comm_ext_slot { COMM_EXT_CHANNELS = 0, COMM_EXT_PROXY, COMM_EXT_ALGO, COMM_EXT_EXEC, COMM_EXT_NATIVE, COMM_EXT_COUNT };
 /* Releases a slot's state; abort != 0: the communicator is being aborted, do not wait for peers. */
 typedef void (*comm_ext_fini_fn)(struct mscclppComm* comm, void* state, int abort);
 /* Makes a slot's state (no communication with peers; those steps belong to the layer's calls). */
