@@ -1,0 +1,1 @@
+"""Compiler internals of mscclpp.language: operation records, resource tables and passes."""
