@@ -27,13 +27,16 @@ NCCL_API(ncclResult_t, MemFree, void* ptr) {
   return shim_fail_lib(NULL, mscclppMemFree(ptr), "ncclMemFree");
 }
 
+#define SHIM_REG_LOCAL (-1) /* flags of an ncclCommRegister registration (window flags are >= 0) */
+
 /* A registration: the range. The communicator lists its live ones, so a handle is checked by
  * looking it up there, never by reading through it (it may have been freed). */
 struct shim_reg {
   void* buff;
   size_t size;
   int flags;
-  mscclppWindow_t win; /* symmetric windows: the library's window (its zero-copy algorithms use it) */
+  mscclppWindow_t win;    /* symmetric windows: the library's window (its zero-copy algorithms use it) */
+  mscclppBufferReg_t reg; /* ncclCommRegister: the library's registration (large eager calls go zero copy) */
 };
 
 /* Adds g to comm's list (1), or 0 when out of memory. */
@@ -68,16 +71,18 @@ static ncclResult_t reg_make(ncclComm_t comm, void* buff, size_t size, int flags
     return shim_fail(comm, ncclInvalidArgument, "%s: buffer %p of %zu bytes, handle at %p", call, buff, size, (void*)out);
   struct shim_reg* g = malloc(sizeof(*g));
   if (!g) return shim_fail(comm, ncclSystemError, "%s: out of memory", call);
-  *g = (struct shim_reg){buff, size, flags, NULL};
+  *g = (struct shim_reg){buff, size, flags, NULL, NULL};
   if (!reg_list_add(comm, g)) {
     free(g);
     return shim_fail(comm, ncclSystemError, "%s: out of memory", call);
   }
   /* The library's window: collective, so inside a group it waits for ncclGroupEnd (several ranks of
    * one thread register together there), and it fails on every rank alike. */
-  if (flags & NCCL_WIN_COLL_SYMMETRIC) {
+  if (flags != SHIM_REG_LOCAL && (flags & NCCL_WIN_COLL_SYMMETRIC)) {
     struct shim_op op = {.kind = SHIM_WINDOW, .call = call, .send = buff, .recv = &g->win, .count = size, .comm = comm};
     res = shim_submit(&op);
+  } else if (flags == SHIM_REG_LOCAL) {
+    res = shim_fail_lib(comm, mscclppCommBufferRegister(comm->c, buff, size, &g->reg), call);
   }
   if (res != ncclSuccess) {
     reg_list_remove(comm, g);
@@ -95,6 +100,7 @@ static ncclResult_t reg_free(ncclComm_t comm, void* handle, const char* call) {
     return shim_fail(comm, ncclInvalidArgument, "%s: %p is not a registration of this communicator", call, handle);
   struct shim_reg* g = handle;
   if (g->win) res = shim_fail_lib(comm, mscclppCommWindowDeregister(comm->c, g->win), call);
+  if (g->reg) res = shim_fail_lib(comm, mscclppCommBufferDeregister(comm->c, g->reg), call);
   free(g);
   return res;
 }
@@ -108,12 +114,13 @@ void shim_regs_free(ncclComm_t comm) {
 /* Registration records the range for the communicator. Windows registered with
  * NCCL_WIN_COLL_SYMMETRIC are the library's windows too: collectives whose buffers lie in them take
  * the zero-copy algorithms also in eager calls (mscclppCommWindowRegister). Buffers of
- * ncclCommRegister are only recorded: without NCCL's symmetric rule their peers' addresses would
- * need an exchange per call (docs/nccl.md). */
+ * ncclCommRegister are the library's registrations (mscclppCommBufferRegister): eager calls of at
+ * least MSCCLPP_REGISTERED_ZC_MIN bytes on them take the zero-copy algorithms, with an exchange of
+ * the buffers per call (docs/nccl.md). */
 NCCL_API(ncclResult_t, CommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
   ncclResult_t real_res;
   if (!shim_live(comm) && shim_fallback_register(comm, buff, size, handle, &real_res)) return real_res;
-  return reg_make(comm, buff, size, 0, "ncclCommRegister", handle);
+  return reg_make(comm, buff, size, SHIM_REG_LOCAL, "ncclCommRegister", handle);
 }
 
 NCCL_API(ncclResult_t, CommDeregister, const ncclComm_t comm, void* handle) {

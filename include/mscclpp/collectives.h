@@ -121,6 +121,20 @@ mscclppResult_t mscclppCommWindowRegister(mscclppComm_t comm, void* buff, size_t
  * stay until the communicator is destroyed: captured graphs may still name them). */
 mscclppResult_t mscclppCommWindowDeregister(mscclppComm_t comm, mscclppWindow_t win);
 
+/* A buffer registered by one rank for the collectives (local, unlike a window). */
+typedef struct mscclppBufferReg* mscclppBufferReg_t;
+
+/* Local: records [buff, buff + size) as a buffer the collectives will see again (NCCL's
+ * ncclCommRegister). On GPU ranks, an eager call of at least MSCCLPP_REGISTERED_ZC_MIN bytes whose
+ * send and receive buffers both lie in registered buffers (or windows) takes the zero-copy
+ * algorithms, swapping the buffers' registrations with every peer for that call, as a captured call
+ * does; below that size the swap would cost more than it saves. The rule (NCCL's for registered
+ * buffers): such a call's buffers are registered on every rank (a rank that disagrees makes the
+ * call fail on every rank after the bootstrap timeout, never compute wrong data). Registrations
+ * may overlap. InvalidArgument for a NULL or empty buffer. */
+mscclppResult_t mscclppCommBufferRegister(mscclppComm_t comm, void* buff, size_t size, mscclppBufferReg_t* handle);
+mscclppResult_t mscclppCommBufferDeregister(mscclppComm_t comm, mscclppBufferReg_t handle);
+
 /* Groups (per thread, nestable): calls between the outermost GroupStart and GroupEnd are checked
  * when made and run at GroupEnd: first the collectives in call order, then every send and receive
  * together, progressing whichever can, so no order of the calls inside a group deadlocks. */

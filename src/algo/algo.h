@@ -50,6 +50,7 @@ struct algo_args {
   size_t bytes;           /* the message size the selection table uses (see tuning/algo.tsv) */
   int captured;           /* GPU ranks: the stream is being captured into a CUDA graph (set by dispatch) */
   const struct algo_win* win[2]; /* GPU ranks: the windows holding send and recv, both or neither (set by dispatch) */
+  int registered;         /* GPU ranks: an eager call large enough on registered buffers (set by dispatch) */
 };
 
 /* A pre-multiplied-sum operator made by mscclppRedOpCreatePreMulSum. */
@@ -80,12 +81,14 @@ struct algo_comm {
   struct cpu_net* net; /* CPU ranks: scratch and pipes, made on first use */
   struct gpu_net* gnet; /* GPU ranks: scratch and memory channels, made on first use (algo/gpu/gpu.h) */
   struct algo_win* wins; /* registered windows, newest first */
+  struct algo_win* regs; /* buffers registered locally (mscclppCommBufferRegister; no peers), newest first */
 };
 
 /* ---- windows (window.c) ----------------------------------------------------------------------- */
 
 /* The windows holding the call's send and receive buffers into a->win, when both lie in windows
- * (GPU ranks, collectives with a zero-copy algorithm; else both NULL). */
+ * (GPU ranks, collectives with a zero-copy algorithm; else both NULL); else a->registered when both
+ * lie in registered buffers (or windows) and the call has at least MSCCLPP_REGISTERED_ZC_MIN bytes. */
 void algo_win_find(const struct algo_comm* ac, struct algo_args* a);
 /* Releases every window of ac (teardown). */
 void algo_win_free_all(struct algo_comm* ac);

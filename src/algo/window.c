@@ -12,17 +12,28 @@
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
 #include "util/err.h"
+#include "util/param.h"
 
-static const struct algo_win* win_holding(const struct algo_comm* ac, const void* p, size_t bytes) {
+static const struct algo_win* in_list(const struct algo_win* w, const void* p, size_t bytes) {
   const char* c = p;
-  for (const struct algo_win* w = ac->wins; w; w = w->next)
+  for (; w; w = w->next)
     if (c >= w->base && bytes <= w->size && (size_t)(c - w->base) <= w->size - bytes) return w;
   return NULL;
 }
 
+static const struct algo_win* win_holding(const struct algo_comm* ac, const void* p, size_t bytes) {
+  return in_list(ac->wins, p, bytes);
+}
+
+/* In a window or a local registration. */
+static int registered(const struct algo_comm* ac, const void* p, size_t bytes) {
+  return in_list(ac->wins, p, bytes) || in_list(ac->regs, p, bytes);
+}
+
 void algo_win_find(const struct algo_comm* ac, struct algo_args* a) {
   a->win[0] = a->win[1] = NULL;
-  if (ac->wins == NULL || ac->kind != mscclppRankGpu) return;
+  a->registered = 0;
+  if ((ac->wins == NULL && ac->regs == NULL) || ac->kind != mscclppRankGpu) return;
   uint64_t b = (uint64_t)a->count * a->es, n = (uint64_t)ac->nranks, sb, rb;
   switch (a->coll) {
     case ALGO_COLL_ALLREDUCE: sb = b, rb = b; break;
@@ -33,23 +44,33 @@ void algo_win_find(const struct algo_comm* ac, struct algo_args* a) {
   }
   const struct algo_win* s = win_holding(ac, a->send, sb);
   const struct algo_win* r = s ? win_holding(ac, a->recv, rb) : NULL;
-  if (s && r) a->win[0] = s, a->win[1] = r;
+  if (s && r) {
+    a->win[0] = s, a->win[1] = r;
+    return;
+  }
+  uint64_t big = sb > rb ? sb : rb;
+  a->registered = big >= (uint64_t)param_int(PARAM_REGISTERED_ZC_MIN) && registered(ac, a->send, sb) &&
+                  registered(ac, a->recv, rb);
 }
 
-void algo_win_free_all(struct algo_comm* ac) {
-  while (ac->wins) {
-    struct algo_win* w = ac->wins;
-    ac->wins = w->next;
+static void free_list(struct algo_win** head) {
+  while (*head) {
+    struct algo_win* w = *head;
+    *head = w->next;
     free(w);
   }
 }
 
-static mscclppResult_t overlap_check(const struct algo_comm* ac, const char* buff, size_t size) {
-  for (const struct algo_win* w = ac->wins; w; w = w->next)
+void algo_win_free_all(struct algo_comm* ac) {
+  free_list(&ac->wins);
+  free_list(&ac->regs);
+}
+
+static mscclppResult_t overlap_check(const char* fn, const struct algo_win* list, const char* buff, size_t size) {
+  for (const struct algo_win* w = list; w; w = w->next)
     if (buff < w->base + w->size && w->base < buff + size)
-      return MPP_ERR(mscclppInvalidArgument,
-                     "mscclppCommWindowRegister: [%p, +%zu bytes) overlaps the window [%p, +%zu bytes) of this rank",
-                     (void*)buff, size, (void*)w->base, w->size);
+      return MPP_ERR(mscclppInvalidArgument, "%s: [%p, +%zu bytes) overlaps the window [%p, +%zu bytes) of this rank",
+                     fn, (void*)buff, size, (void*)w->base, w->size);
   return mscclppSuccess;
 }
 
@@ -83,7 +104,7 @@ mscclppResult_t mscclppCommWindowRegister(mscclppComm_t comm, void* buff, size_t
   mscclppResult_t local = mscclppSuccess;
   if (buff == NULL || size == 0)
     local = MPP_ERR(mscclppInvalidArgument, "mscclppCommWindowRegister: %s", buff == NULL ? "buff is NULL" : "size is 0");
-  if (local == mscclppSuccess) local = overlap_check(ac, buff, size);
+  if (local == mscclppSuccess) local = overlap_check("mscclppCommWindowRegister", ac->wins, buff, size);
   MPP_CHECK(sizes_agree(ac, size, local));
   struct algo_win* w = calloc(1, sizeof(*w));
   if (w == NULL) return MPP_ERR(mscclppSystemError, "mscclppCommWindowRegister: out of host memory");
@@ -98,17 +119,48 @@ mscclppResult_t mscclppCommWindowRegister(mscclppComm_t comm, void* buff, size_t
   return mscclppSuccess;
 }
 
+/* Removes w from *head and frees it; 0 when it is not there. */
+static int list_remove(struct algo_win** head, const struct algo_win* w) {
+  for (struct algo_win** p = head; *p; p = &(*p)->next)
+    if (*p == w) {
+      *p = w->next;
+      free((void*)w);
+      return 1;
+    }
+  return 0;
+}
+
 mscclppResult_t mscclppCommWindowDeregister(mscclppComm_t comm, mscclppWindow_t win) {
   MPP_CHECK_ARG(comm != NULL, "mscclppCommWindowDeregister: comm is NULL");
   COMM_CHECK(comm);
   struct algo_comm* ac = NULL;
   MPP_CHECK(algo_comm_get(comm, &ac));
-  for (struct algo_win** p = &ac->wins; *p; p = &(*p)->next)
-    if (*p == (struct algo_win*)win) {
-      struct algo_win* w = *p;
-      *p = w->next;
-      free(w);
-      return mscclppSuccess;
-    }
+  if (list_remove(&ac->wins, (const struct algo_win*)win)) return mscclppSuccess;
   return MPP_ERR(mscclppInvalidArgument, "mscclppCommWindowDeregister: %p is not a window of this communicator", (void*)win);
+}
+
+mscclppResult_t mscclppCommBufferRegister(mscclppComm_t comm, void* buff, size_t size, mscclppBufferReg_t* handle) {
+  MPP_CHECK_ARG(comm != NULL, "mscclppCommBufferRegister: comm is NULL");
+  MPP_CHECK_ARG(handle != NULL, "mscclppCommBufferRegister: handle is NULL");
+  *handle = NULL;
+  MPP_CHECK_ARG(buff != NULL && size != 0, "mscclppCommBufferRegister: %s", buff == NULL ? "buff is NULL" : "size is 0");
+  COMM_CHECK(comm);
+  struct algo_comm* ac = NULL;
+  MPP_CHECK(algo_comm_get(comm, &ac));
+  struct algo_win* w = calloc(1, sizeof(*w));
+  if (w == NULL) return MPP_ERR(mscclppSystemError, "mscclppCommBufferRegister: out of host memory");
+  w->base = buff, w->size = size;
+  w->next = ac->regs, ac->regs = w;
+  *handle = (mscclppBufferReg_t)w;
+  return mscclppSuccess;
+}
+
+mscclppResult_t mscclppCommBufferDeregister(mscclppComm_t comm, mscclppBufferReg_t handle) {
+  MPP_CHECK_ARG(comm != NULL, "mscclppCommBufferDeregister: comm is NULL");
+  COMM_CHECK(comm);
+  struct algo_comm* ac = NULL;
+  MPP_CHECK(algo_comm_get(comm, &ac));
+  if (list_remove(&ac->regs, (const struct algo_win*)handle)) return mscclppSuccess;
+  return MPP_ERR(mscclppInvalidArgument, "mscclppCommBufferDeregister: %p is not a registration of this communicator",
+                 (void*)handle);
 }

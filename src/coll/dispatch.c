@@ -54,9 +54,10 @@ static mscclppResult_t dispatch_here(struct algo_comm* ac, const struct algo_arg
   struct algo_args call = *a;
   call.captured = ac->kind == mscclppRankGpu && gpu_stream_captured(a->stream);
   algo_win_find(ac, &call);
-  /* Buffers in registered windows reach peers without an exchange: eager calls on them may take the
-   * zero-copy algorithms, which the table keeps for captured calls otherwise. */
-  int zc_ok = call.captured || call.win[0] != NULL;
+  /* Buffers in registered windows reach peers without an exchange, and large calls on registered
+   * buffers pay for one: eager calls on them may take the zero-copy algorithms, which the table
+   * keeps for captured calls otherwise. */
+  int zc_ok = call.captured || call.win[0] != NULL || call.registered;
   MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, a->dtype, zc_ok, &d));
   if (d == NULL) {
     if (ac->kind == mscclppRankGpu) return not_built(name);

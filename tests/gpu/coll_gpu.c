@@ -42,6 +42,7 @@ static struct {
   long calls;
   int graph; /* capture each batch into a CUDA graph */
   int windows; /* send and recv are registered windows: eager calls take the zero-copy algorithms */
+  int registered; /* send and recv are local registrations: eager calls swap and take zero copy */
   enum cudaStreamCaptureMode mode;
 } g = {.rank = -1};
 
@@ -234,6 +235,11 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
     if (strcmp(variant, "zcwc") == 0) setenv("MSCCLPP_WINDOW_CHECK", "1", 1);
     g.windows = 1;
+  } else if (strcmp(variant, "zcr") == 0) { /* eager, on local registrations (every size swaps) */
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc", 1);
+    setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
+    setenv("MSCCLPP_REGISTERED_ZC_MIN", "0", 1);
+    g.registered = 1;
   } else if (strcmp(variant, "cew") == 0) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_ce,gpu_allgather_ce,gpu_reducescatter_ce,gpu_alltoall_ce", 1);
     setenv("MSCCLPP_ALGO_GPU_CE_CHUNK", "4096", 1);
@@ -243,13 +249,18 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO_GPU_CE_CHUNK", "4096", 1); /* several pipeline steps at small sizes */
     g.graph = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, ce, cew)", variant);
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, ce, cew)", variant);
   }
   init();
   mscclppWindow_t wins[2] = {NULL, NULL};
   if (g.windows) {
     CHECK_OK(mscclppCommWindowRegister(g.comm, g.send, g.cap, &wins[0]));
     CHECK_OK(mscclppCommWindowRegister(g.comm, g.recv, g.cap, &wins[1]));
+  }
+  mscclppBufferReg_t regs[2] = {NULL, NULL};
+  if (g.registered) {
+    CHECK_OK(mscclppCommBufferRegister(g.comm, g.send, g.cap, &regs[0]));
+    CHECK_OK(mscclppCommBufferRegister(g.comm, g.recv, g.cap, &regs[1]));
   }
   g.mode = cudaStreamCaptureModeThreadLocal;
   if (strcmp(variant, "zcg") == 0) { /* a blocking stream: legacy-stream work of the setup would break the capture */
@@ -258,7 +269,7 @@ int main(int argc, char** argv) {
   }
   static const size_t small[] = {1, 7, 1001, 12345};
   static const size_t big[] = {1, 333, 70001, 300007};
-  const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 || g.graph || g.windows ? big : small;
+  const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 || g.graph || g.windows || g.registered ? big : small;
   uint64_t zc_seen = 0;
   int ndt = gpu_rank_env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
   /* ce starts with allgather: its state is made without the reductions' buffer, which the first
@@ -273,7 +284,7 @@ int main(int argc, char** argv) {
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
-    if ((g.graph || g.windows) && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
+    if ((g.graph || g.windows || g.registered) && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
       uint64_t z = zc_launches();
       CHECK_MSG(z > zc_seen, "rank %d: no %s launch for the %s calls", g.rank, variant, algo_coll_name(coll));
       zc_seen = z;
@@ -283,8 +294,10 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 4; k++) run_sendrecv(counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: sendrecv passed\n", variant);
   }
-  for (int w = 0; w < 2; w++)
+  for (int w = 0; w < 2; w++) {
     if (wins[w]) CHECK_OK(mscclppCommWindowDeregister(g.comm, wins[w]));
+    if (regs[w]) CHECK_OK(mscclppCommBufferDeregister(g.comm, regs[w]));
+  }
   CHECK_OK(mscclppBootstrapBarrier(g.comm));
   cudaFree(g.scal);
   cudaFree(g.send);

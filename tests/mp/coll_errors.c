@@ -8,7 +8,8 @@
  *   coll_errors badtable      MSCCLPP_ALGO_TABLE cannot be read (set by the test)
  *   coll_errors scratch       rank 1 sets another MSCCLPP_ALGO_CPU_SCRATCH than rank 0
  *   coll_errors windows       window registration: sizes that differ, NULL, overlap, a bad handle;
- *                             then collectives on windows (CPU ranks: recorded, results unchanged) */
+ *                             then collectives on windows (CPU ranks: recorded, results unchanged);
+ *                             local buffer registrations and their errors */
 #include "transport_mp.h"
 
 static int rank, n;
@@ -131,6 +132,17 @@ static void windows(void) {
   EXPECT(mscclppCommWindowDeregister(comm, win), mscclppInvalidArgument, "is not a window of this communicator");
   EXPECT(mscclppCommWindowDeregister(comm, (mscclppWindow_t)other), mscclppInvalidArgument, "is not a window");
   CHECK_OK(mscclppCommWindowDeregister(comm, win2));
+  /* local registrations: no agreement, overlaps allowed */
+  mscclppBufferReg_t r1 = NULL, r2 = NULL;
+  EXPECT(mscclppCommBufferRegister(comm, NULL, 16, &r1), mscclppInvalidArgument, "buff is NULL");
+  EXPECT(mscclppCommBufferRegister(comm, w[0], 0, &r1), mscclppInvalidArgument, "size is 0");
+  EXPECT(mscclppCommBufferRegister(comm, w[0], 16, NULL), mscclppInvalidArgument, "handle is NULL");
+  CHECK_OK(mscclppCommBufferRegister(comm, w[0], sizeof(w[0]), &r1));
+  CHECK_OK(mscclppCommBufferRegister(comm, (char*)w[0] + 16, rank == 0 ? 32 : 64, &r2));
+  CHECK_OK(mscclppAllReduce(w[0], w[0], 64, mscclppFloat, mscclppSum, comm, NULL));
+  CHECK_OK(mscclppCommBufferDeregister(comm, r2));
+  EXPECT(mscclppCommBufferDeregister(comm, r2), mscclppInvalidArgument, "is not a registration of this communicator");
+  CHECK_OK(mscclppCommBufferDeregister(comm, r1));
 }
 
 int main(int argc, char** argv) {

@@ -11,6 +11,10 @@
  * Allocations are registered and imported once (core/ubuf.c) and kept until teardown, since the
  * graph names them.
  *
+ * Eager calls of at least MSCCLPP_REGISTERED_ZC_MIN bytes on buffers registered with
+ * mscclppCommBufferRegister swap too (every rank registers, by the rule NCCL sets for registered
+ * buffers, so every rank takes this path): the swap costs tens of microseconds, which the copy it
+ * saves repays only for large messages.
  * Buffers in registered windows (algo/window.c) need no exchange: every rank mapped every peer's
  * window when it was registered, and the windows' rule puts a call's buffers at the same offsets on
  * every rank. Calls on windows take these algorithms also outside capture.
@@ -96,8 +100,8 @@ static mscclppResult_t accept(struct gpu_net* g, int q, const struct zc_hello* m
     return MPP_ERR(mscclppRemoteError, "GPU collectives: malformed zero-copy message from rank %d", q);
   if (!th->ok) return MPP_ERR(mscclppRemoteError, "GPU collectives: rank %d failed to set up its buffers for this call", q);
   if (th->coll != mine->coll || th->dtype != mine->dtype || th->count != mine->count)
-    return MPP_ERR(mscclppInvalidUsage, "GPU collectives (captured call): rank %d calls %s of %llu elements of type %u, "
-                   "rank %d %s of %llu of type %u (every rank must capture the same calls)", q,
+    return MPP_ERR(mscclppInvalidUsage, "GPU collectives (zero-copy call): rank %d calls %s of %llu elements of type %u, "
+                   "rank %d %s of %llu of type %u (every rank must make the same calls)", q,
                    algo_coll_name((enum algo_coll)th->coll), (unsigned long long)th->count, th->dtype, g->d.rank,
                    algo_coll_name((enum algo_coll)mine->coll), (unsigned long long)mine->count, mine->dtype);
   char* src = NULL;
@@ -166,7 +170,8 @@ static mscclppResult_t zc_window_check(const struct algo_comm* ac, const struct 
   return mscclppSuccess;
 }
 
-/* The peers' buffers of a call on windows or a captured call, into z; *usable as for zc_map. */
+/* The peers' buffers of a call on windows, a captured call or a large call on registered buffers
+ * (the last two swap registrations with every peer), into z; *usable as for zc_map. */
 static mscclppResult_t zc_peers(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z,
                                 int* usable) {
   if (a->win[0] == NULL || param_int(PARAM_WINDOW_CHECK)) {
@@ -192,7 +197,8 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
                                      struct gx_zc* z, struct gx_plan p[2], int* go) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
   *go = 0;
-  if (!(a->captured || a->win[0]) || a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return mscclppSuccess;
+  if (!(a->captured || a->win[0] || a->registered) || a->count == 0 || (red && a->op == ELEM_OP_PREMUL))
+    return mscclppSuccess;
   MPP_CHECK(gpu_net_get(ac, a->stream, g));
   int usable = 0;
   MPP_CHECK(zc_peers(*g, ac, a, z, &usable));
