@@ -125,10 +125,11 @@ mscclppResult_t mscclppCommWindowDeregister(mscclppComm_t comm, mscclppWindow_t 
 typedef struct mscclppBufferReg* mscclppBufferReg_t;
 
 /* Local: records [buff, buff + size) as a buffer the collectives will see again (NCCL's
- * ncclCommRegister). On GPU ranks, an eager call of at least MSCCLPP_REGISTERED_ZC_MIN bytes whose
- * send and receive buffers both lie in registered buffers (or windows) takes the zero-copy
- * algorithms, swapping the buffers' registrations with every peer for that call, as a captured call
- * does; below that size the swap would cost more than it saves. The rule (NCCL's for registered
+ * ncclCommRegister). On GPU ranks, an eager allreduce of at least MSCCLPP_REGISTERED_ZC_MIN bytes
+ * (16 MiB; allgather, reducescatter and alltoall: four times that, their larger buffer) whose send
+ * and receive buffers both lie in registered buffers (or windows) takes the zero-copy algorithms,
+ * swapping the buffers' registrations with every peer for that call, as a captured call does;
+ * below that size the swap would cost more than it saves. The rule (NCCL's for registered
  * buffers): such a call's buffers are registered on every rank (a rank that disagrees makes the
  * call fail on every rank after the bootstrap timeout, never compute wrong data). Registrations
  * may overlap. InvalidArgument for a NULL or empty buffer. */

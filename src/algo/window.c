@@ -48,9 +48,11 @@ void algo_win_find(const struct algo_comm* ac, struct algo_args* a) {
     a->win[0] = s, a->win[1] = r;
     return;
   }
-  uint64_t big = sb > rb ? sb : rb;
-  a->registered = big >= (uint64_t)param_int(PARAM_REGISTERED_ZC_MIN) && registered(ac, a->send, sb) &&
-                  registered(ac, a->recv, rb);
+  /* The swap costs the same for every collective, and allreduce saves the most per byte (measured:
+   * docs/measurements.md, session 11): the others start at four times the size. */
+  uint64_t big = sb > rb ? sb : rb, min = (uint64_t)param_int(PARAM_REGISTERED_ZC_MIN);
+  if (a->coll != ALGO_COLL_ALLREDUCE) min *= 4;
+  a->registered = big >= min && registered(ac, a->send, sb) && registered(ac, a->recv, rb);
 }
 
 static void free_list(struct algo_win** head) {

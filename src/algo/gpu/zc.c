@@ -11,7 +11,7 @@
  * Allocations are registered and imported once (core/ubuf.c) and kept until teardown, since the
  * graph names them.
  *
- * Eager calls of at least MSCCLPP_REGISTERED_ZC_MIN bytes on buffers registered with
+ * Large eager calls (algo_win_find: MSCCLPP_REGISTERED_ZC_MIN) on buffers registered with
  * mscclppCommBufferRegister swap too (every rank registers, by the rule NCCL sets for registered
  * buffers, so every rank takes this path): the swap costs tens of microseconds, which the copy it
  * saves repays only for large messages.
