@@ -59,5 +59,6 @@ PyMODINIT_FUNC PyInit__mscclpp(void) {
       Py_CLEAR(m);
     }
   }
+  if (m) { extern int torch_ops_add(PyObject*); if (torch_ops_add(m) < 0) Py_CLEAR(m); } /* torch_ops.c */
   return m;
 }
