@@ -18,4 +18,11 @@ env="$build/pyenv"
 [ -x "$env/bin/python" ] || "$py" -m venv "$env"
 "$env/bin/python" -m pip install -q --upgrade pip
 "$env/bin/python" -m pip install -q ".[test]" -C cmake.define.MSCCLPP_USE_CUDA=OFF -C build-dir="$build/pybuild"
+# PyTorch for the torch.distributed backend's tests (python/tests/test_torch_*.py, CPU ranks
+# through gloo and the backend): PyPI's wheel (with its CUDA libraries, ~1.7 GB; pip's cache
+# keeps it between runs). MSCCLPP_TEST_TORCH=0 leaves it out; without torch those tests skip.
+if [ "${MSCCLPP_TEST_TORCH:-1}" != 0 ] && ! "$env/bin/python" -c 'import torch' 2>/dev/null; then
+  "$env/bin/python" -m pip install -q "torch==${MSCCLPP_TEST_TORCH_VERSION:-2.11.0}" ||
+    echo "python-test: torch could not be installed; the torch backend's tests will skip" >&2
+fi
 "$env/bin/python" -m pytest -q python/tests

@@ -366,7 +366,8 @@ def print_table(records, methods, ours, world, notes):
     print(head + "%12s %7s  %s" % ("best other", "ratio", "check"))
     for (mode, coll, dt, nbytes), row in records.items():
         cells = "".join("%*s" % (w, "%.1f" % row[m][0] if m in row and row[m][0] is not None else "-") for m in methods)
-        timed = {m: row[m][0] for m in others if m in row and row[m][0] is not None}
+        # a method whose result was wrong is no comparison: left out of "best other"
+        timed = {m: row[m][0] for m in others if m in row and row[m][0] is not None and row[m][1].startswith("ok")}
         best = min(timed, key=timed.get) if timed else None
         mine = row.get(ours, (None, ""))[0]
         ratio = "%.2f" % (timed[best] / mine) if best and mine else "-"
@@ -462,7 +463,9 @@ def main(argv=None):
                     first = result if first is None else first
                     for mode, cell in rows.items():
                         records.setdefault((mode, coll, dt, nbytes), {})[m.name] = cell
-                        wrong += cell[1] == "WRONG" or (cell[1] == "error" and not m.extra)
+                        # the comparison methods' wrong results are reported in the table and left
+                        # out of the ratio; only the --backends methods fail the run
+                        wrong += (cell[1] in ("WRONG", "error")) and not m.extra
                 del want, first
                 if rank == 0 and nbytes == sizes[-1]:
                     print("bench: %s %s done" % (coll, dt), flush=True)
