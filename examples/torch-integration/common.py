@@ -2,9 +2,13 @@
 communicator and torch.distributed's NCCL process group, the reference every result is checked
 against), result comparison, and the timing table.
 
+On a machine without a GPU (or with MSCCLPP_EXAMPLE_DEVICE=cpu) the same programs run on CPU
+ranks: tensors in host memory, gloo as the reference, wall-clock timing; CI runs them that way.
+
 Not an example of its own: each example imports it from its own folder (torchrun puts the script's
 folder first on sys.path)."""
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -17,6 +21,22 @@ import mscclpp
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 TOLERANCE = {torch.float32: (1e-6, 1e-6), torch.bfloat16: (3e-2, 3e-2), torch.float16: (2e-3, 2e-3)}
 WARMUP, ITERS = 5, 20
+DEVICE = os.environ.get("MSCCLPP_EXAMPLE_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+REFERENCE = "nccl" if DEVICE == "cuda" else "gloo"
+
+
+def sync():
+    """Waits for this rank's GPU work (nothing to wait for on CPU ranks)."""
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def stream_handle(stream=None) -> int:
+    """The cudaStream_t (as an int) the library enqueues on: stream's, else the current one; 0 on
+    CPU ranks."""
+    if DEVICE != "cuda":
+        return 0
+    return (stream or torch.cuda.current_stream()).cuda_stream
 
 
 def mscclpp_root() -> str:
@@ -40,8 +60,11 @@ def setup():
     group (the reference) and returns (rank, world size, mscclpp.CommGroup)."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    if DEVICE == "cuda":
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    else:
+        dist.init_process_group("gloo")
     comm = mscclpp.CommGroup(interfaceIpPortTrio=mscclpp_root(), rank=rank, size=world)
     return rank, world, comm
 
@@ -49,7 +72,7 @@ def setup():
 def teardown(comm, failures: int, name: str) -> int:
     """Agrees on the total failure count, prints rank 0's verdict, closes both groups; returns the
     exit status (0: every check passed on every rank)."""
-    total = torch.tensor([failures], dtype=torch.int64, device="cuda")
+    total = torch.tensor([failures], dtype=torch.int64, device=DEVICE)
     dist.all_reduce(total)
     total = int(total.item())
     if dist.get_rank() == 0:
@@ -64,14 +87,14 @@ def teardown(comm, failures: int, name: str) -> int:
 def make_input(count: int, dtype: torch.dtype, seed: int, low: int = -8, high: int = 9) -> torch.Tensor:
     """count small integers in [low, high) on this rank's GPU, different per rank and per seed."""
     gen = torch.Generator().manual_seed(seed * 1009 + dist.get_rank())
-    return torch.randint(low, high, (count,), generator=gen).to(dtype).cuda()
+    return torch.randint(low, high, (count,), generator=gen).to(dtype).to(DEVICE)
 
 
 def prod_input(count: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
     """Factors from {-2, -1, 1, 2}: a product over up to 8 ranks stays exact in every dtype."""
     values = torch.tensor([-2.0, -1.0, 1.0, 2.0])
     gen = torch.Generator().manual_seed(seed * 1009 + dist.get_rank())
-    return values[torch.randint(0, 4, (count,), generator=gen)].to(dtype).cuda()
+    return values[torch.randint(0, 4, (count,), generator=gen)].to(dtype).to(DEVICE)
 
 
 class Checker:
@@ -81,7 +104,7 @@ class Checker:
         self.failures = self.checks = 0
 
     def __call__(self, what: str, got: torch.Tensor, want: torch.Tensor) -> bool:
-        torch.cuda.synchronize()
+        sync()
         self.checks += 1
         rtol, atol = TOLERANCE.get(got.dtype, (0.0, 0.0))
         ok = got.shape == want.shape and torch.allclose(got.float(), want.float(), rtol=rtol, atol=atol)
@@ -101,16 +124,23 @@ def time_us(fn) -> float:
     ITERS timed with CUDA events. Ranks start together; the slowest rank's time is returned."""
     for _ in range(WARMUP):
         fn()
-    torch.cuda.synchronize()
+    sync()
     dist.barrier()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(ITERS):
-        fn()
-    end.record()
-    end.synchronize()
-    us = torch.tensor([start.elapsed_time(end) * 1000.0 / ITERS], device="cuda")
+    sync()
+    if DEVICE == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(ITERS):
+            fn()
+        end.record()
+        end.synchronize()
+        mean_us = start.elapsed_time(end) * 1000.0 / ITERS
+    else:  # CPU ranks: every call is complete when it returns
+        t0 = time.perf_counter()
+        for _ in range(ITERS):
+            fn()
+        mean_us = (time.perf_counter() - t0) * 1e6 / ITERS
+    us = torch.tensor([mean_us], device=DEVICE)
     dist.all_reduce(us, op=dist.ReduceOp.MAX)
     return float(us.item())
 
@@ -129,7 +159,7 @@ def print_table(title: str, rows):
         return
     print("\n%s (%d ranks, us per call, mean of %d eager calls, slowest rank)" % (title, dist.get_world_size(),
                                                                               ITERS))
-    print("%-14s %10s %12s %12s %8s  %s" % ("collective", "size", "ours us", "nccl us", "nccl/ours", "note"))
+    print("%-14s %10s %12s %12s %8s  %s" % ("collective", "size", "ours us", REFERENCE + " us", REFERENCE + "/ours", "note"))
     for row in rows:
         coll, nbytes, ours, nccl = row[:4]
         note = row[4] if len(row) > 4 else ""

@@ -48,7 +48,7 @@ class CustomizedComm:
         assert inp.is_contiguous() and out.is_contiguous() and inp.dtype == out.dtype
         algo.execute(self.comm.communicator, inp.data_ptr(), out.data_ptr(), inp.nbytes, out.nbytes,
                      mscclpp_utils.torch_dtype_to_mscclpp_dtype(inp.dtype), op=op,
-                     stream=(stream or torch.cuda.current_stream()).cuda_stream, root=root)
+                     stream=common.stream_handle(stream), root=root)
 
     def all_reduce(self, tensor: torch.Tensor, op=mscclpp.ReduceOp.SUM, stream=None):
         """In place, as torch.distributed.all_reduce."""
@@ -126,11 +126,11 @@ def timing(custom: CustomizedComm, world: int):
     """allreduce (in place) and allgather (per-rank input size) in float16, ours vs NCCL."""
     rows = []
     for nbytes in (64 << 10, 1 << 20, 16 << 20, 64 << 20):
-        x = torch.zeros(nbytes // 2, dtype=torch.float16, device="cuda")
+        x = torch.zeros(nbytes // 2, dtype=torch.float16, device=common.DEVICE)
         rows.append(("allreduce", nbytes, common.time_us(lambda: custom.all_reduce(x)),
                      common.time_us(lambda: dist.all_reduce(x))))
     for nbytes in (64 << 10, 1 << 20, 16 << 20):
-        x = torch.zeros(nbytes // 2, dtype=torch.float16, device="cuda")
+        x = torch.zeros(nbytes // 2, dtype=torch.float16, device=common.DEVICE)
         y = x.new_empty(x.numel() * world)
         rows.append(("allgather", nbytes, common.time_us(lambda: custom.all_gather(y, x)),
                      common.time_us(lambda: dist.all_gather_into_tensor(y, x)), "size per rank"))
@@ -142,8 +142,8 @@ def main() -> int:
     custom = CustomizedComm(comm)
     ok = check(custom, world)
     if rank == 0:
-        print("customized_comm_with_default_algo: %d checks against NCCL on rank 0, %d wrong"
-              % (ok.checks, ok.failures), flush=True)
+        print("customized_comm_with_default_algo: %d checks against %s on rank 0, %d wrong"
+              % (ok.checks, common.REFERENCE, ok.failures), flush=True)
     timing(custom, world)
     return common.teardown(comm, ok.failures, "customized_comm_with_default_algo")
 

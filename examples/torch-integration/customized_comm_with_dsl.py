@@ -100,7 +100,7 @@ class CustomizedComm:
         """In place, as torch.distributed.all_reduce."""
         assert tensor.is_contiguous()
         dtype = mscclpp_utils.torch_dtype_to_mscclpp_dtype(tensor.dtype)
-        stream = (stream or torch.cuda.current_stream()).cuda_stream
+        stream = common.stream_handle(stream)
         if not self.serves(tensor, op):
             self.calls["default"] += 1
             self.fallback.execute(self.comm.communicator, tensor.data_ptr(), tensor.data_ptr(), tensor.nbytes,
@@ -145,7 +145,7 @@ def check(custom: CustomizedComm, world: int) -> common.Checker:
 def timing(custom: CustomizedComm):
     rows = []
     for nbytes in (16 << 10, 256 << 10, 1 << 20, 16 << 20, 64 << 20):
-        x = torch.zeros(nbytes // 2, dtype=torch.float16, device="cuda")
+        x = torch.zeros(nbytes // 2, dtype=torch.float16, device=common.DEVICE)
         path = "dsl plan" if custom.serves(x, mscclpp.ReduceOp.SUM) else "default_allreduce (below plan's min)"
         rows.append(("allreduce", nbytes, common.time_us(lambda: custom.all_reduce(x)),
                      common.time_us(lambda: dist.all_reduce(x)), path))
@@ -165,8 +165,8 @@ def main() -> int:
                  custom.min_bytes, custom.max_bytes, custom.unit, algorithm.cache_file), flush=True)
     ok = check(custom, world)
     if rank == 0:
-        print("customized_comm_with_dsl: %d checks against NCCL on rank 0, %d wrong; calls: %s"
-              % (ok.checks, ok.failures, custom.calls), flush=True)
+        print("customized_comm_with_dsl: %d checks against %s on rank 0, %d wrong; calls: %s"
+              % (ok.checks, common.REFERENCE, ok.failures, custom.calls), flush=True)
     timing(custom)
     return common.teardown(comm, ok.failures, "customized_comm_with_dsl")
 
