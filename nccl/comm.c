@@ -242,11 +242,12 @@ NCCL_API(ncclResult_t, CommAbort, ncclComm_t comm) { return teardown(comm, 1, "n
 
 NCCL_API(ncclResult_t, CommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   if (!asyncError) return shim_fail(comm, ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+  /* The real NCCL's own call on its twin first: it comes at every forwarded call, and the twin
+   * check is lock-free once it has seen the twin (and returns at once without a real NCCL). */
   ncclResult_t real_res;
-  if (!comm || !shim_live(comm)) {
-    if (shim_fallback_async_error(comm, asyncError, &real_res)) return real_res; /* the real NCCL's own call */
+  if (shim_fallback_async_error(comm, asyncError, &real_res)) return real_res;
+  if (!comm || !shim_live(comm))
     return shim_fail(NULL, ncclInvalidArgument, "ncclCommGetAsyncError: %p is not a communicator", (void*)comm);
-  }
   int st = atomic_load(&comm->state);
   if (st == SHIM_INITING || st == SHIM_PENDING) {
     *asyncError = ncclInProgress;

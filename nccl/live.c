@@ -52,11 +52,19 @@ int shim_live(ncclComm_t comm) {
   return found;
 }
 
+/* The last twin this thread found, remembered like last_live: the real NCCL asks about its own
+ * communicator at every call forwarded to it, and those calls take no lock once it is known. */
+static _Thread_local const void* last_twin;
+static _Thread_local unsigned long last_twin_removals;
+
 int shim_live_is_twin(const void* real) {
+  unsigned long gen = atomic_load(&removals);
   if (real == NULL) return 0;
+  if (real == last_twin && gen == last_twin_removals) return 1;
   pthread_mutex_lock(&live_lock);
   int found = 0;
   for (size_t i = 0; i < nlive && !found; i++) found = live[i]->real == real;
   pthread_mutex_unlock(&live_lock);
+  if (found) last_twin = real, last_twin_removals = gen;
   return found;
 }

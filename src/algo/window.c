@@ -68,11 +68,12 @@ void algo_win_free_all(struct algo_comm* ac) {
   free_list(&ac->regs);
 }
 
-static mscclppResult_t overlap_check(const char* fn, const struct algo_win* list, const char* buff, size_t size) {
-  for (const struct algo_win* w = list; w; w = w->next)
+static mscclppResult_t overlap_check(const struct algo_comm* ac, const char* buff, size_t size) {
+  for (const struct algo_win* w = ac->wins; w; w = w->next)
     if (buff < w->base + w->size && w->base < buff + size)
-      return MPP_ERR(mscclppInvalidArgument, "%s: [%p, +%zu bytes) overlaps the window [%p, +%zu bytes) of this rank",
-                     fn, (void*)buff, size, (void*)w->base, w->size);
+      return MPP_ERR(mscclppInvalidArgument,
+                     "mscclppCommWindowRegister: [%p, +%zu bytes) overlaps the window [%p, +%zu bytes) of this rank",
+                     (void*)buff, size, (void*)w->base, w->size);
   return mscclppSuccess;
 }
 
@@ -106,7 +107,7 @@ mscclppResult_t mscclppCommWindowRegister(mscclppComm_t comm, void* buff, size_t
   mscclppResult_t local = mscclppSuccess;
   if (buff == NULL || size == 0)
     local = MPP_ERR(mscclppInvalidArgument, "mscclppCommWindowRegister: %s", buff == NULL ? "buff is NULL" : "size is 0");
-  if (local == mscclppSuccess) local = overlap_check("mscclppCommWindowRegister", ac->wins, buff, size);
+  if (local == mscclppSuccess) local = overlap_check(ac, buff, size);
   MPP_CHECK(sizes_agree(ac, size, local));
   struct algo_win* w = calloc(1, sizeof(*w));
   if (w == NULL) return MPP_ERR(mscclppSystemError, "mscclppCommWindowRegister: out of host memory");
