@@ -313,7 +313,8 @@ def main():
     local = int(os.environ.get("LOCAL_RANK", 0))
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
-    dist.init_process_group("mscclpp")
+    # device_id binds the default group to this GPU (as recent torch code does); new_group inherits it
+    dist.init_process_group("mscclpp", device_id=dev)
     rank, n = dist.get_rank(), dist.get_world_size()
     nc = dist.new_group(backend="nccl")
     for c in (c_allreduce, c_gather, c_alltoall, c_p2p, c_async, c_cpu, c_graph, c_groups, c_ddp):

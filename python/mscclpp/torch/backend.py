@@ -74,6 +74,14 @@ class MscclppProcessGroup(ReduceCollectivesMixin, DataCollectivesMixin, PointToP
     def __repr__(self):
         return "MscclppProcessGroup(rank=%d, size=%d, name=%r)" % (self._rank_, self._size_, self._group_name)
 
+    # torch treats a Python ProcessGroup as its own backend for every device, but still asks for the
+    # backend of the group's bound device (init_process_group(device_id=...), inherited by new_group)
+    # and whether it splits eagerly; the C++ lookup knows no backend of ours, so answer here.
+    supports_splitting = False
+
+    def _get_backend(self, device):
+        return self
+
     # ---- barrier, teardown ------------------------------------------------------------------
     def barrier(self, opts=None):
         if self._pending:

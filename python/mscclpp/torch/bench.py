@@ -149,7 +149,9 @@ class SymmMem(Method):
         self.one_shot = self.out_of_place_ar = one_shot
         self.inp_buf = symm_mem.empty(nbytes, dtype=torch.uint8, device=device)
         symm_mem.rendezvous(self.inp_buf, group)
-        self.out_buf = self.inp_buf  # unused: allreduce only
+        # Never the input's buffer: the checks clear the output before a call (the symm_mem ops do
+        # not use it; one-shot returns a new tensor, two-shot works in place).
+        self.out_buf = torch.empty(nbytes, dtype=torch.uint8, device=device)
         self.group_name = group.group_name
 
     def call(self, coll, inp, out):
@@ -265,6 +267,19 @@ class Clock:
         return float(t.item())
 
 
+def mismatch(got, want) -> str:
+    """Where got first differs from want, in words."""
+    if got.shape != want.shape:
+        return "shape %s, expected %s" % (tuple(got.shape), tuple(want.shape))
+    got, want = got.reshape(-1), want.reshape(-1)
+    bad = (got != want).nonzero().reshape(-1)
+    if bad.numel() == 0:
+        return "equal"
+    i = int(bad[0])
+    return "%d of %d elements wrong, the first at %d: %s, expected %s" % (
+        bad.numel(), got.numel(), i, got[i].item(), want[i].item())
+
+
 def calls_for(count, nbytes, least=3):
     """count, scaled down above LARGE bytes."""
     return count if nbytes <= LARGE else max(least, count * LARGE // nbytes)
@@ -280,8 +295,13 @@ def bench_one(m, coll, dtype, nbytes, n_in, n_out, want, first, clock, args, ran
 
     def check(got, want_now, ref):
         ok = got.shape == want_now.shape and torch.equal(got, want_now)
-        if ok and ref is not None:
-            ok = torch.equal(got, ref)
+        if not ok:
+            print("bench: rank %d: %s %s %s %s: %s" % (rank, m.name, coll, dtype, human(nbytes),
+                                                      mismatch(got, want_now)), flush=True)
+        elif ref is not None and not torch.equal(got, ref):
+            ok = False
+            print("bench: rank %d: %s %s %s %s: differs from the first method's result: %s" % (
+                rank, m.name, coll, dtype, human(nbytes), mismatch(got, ref)), flush=True)
         return agree(clock.ctrl, ok)
 
     # Eager: check, then time (an in-place allreduce on zeros, so values do not grow).

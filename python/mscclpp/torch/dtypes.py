@@ -8,6 +8,7 @@ from mscclpp.utils import torch_dtype_to_mscclpp_dtype
 
 RT = dist.ReduceOp.RedOpType
 OPS = {RT.SUM: 0, RT.PRODUCT: 1, RT.MAX: 2, RT.MIN: 3, RT.AVG: 4}
+OPS_BY_VALUE = {k.value: v for k, v in OPS.items()}  # by the enum's int: hashing the enum is slow
 BOOL_OPS = {RT.SUM: 2, RT.PRODUCT: 3, RT.MAX: 2, RT.MIN: 3}  # or / and, as ProcessGroupNCCL
 BITWISE = {RT.BAND: torch.bitwise_and, RT.BOR: torch.bitwise_or, RT.BXOR: torch.bitwise_xor}
 

@@ -1,8 +1,9 @@
 """Running one operation of a group on its device. GPU ranks follow ProcessGroupNCCL's stream
-semantics: an eager call runs on a side stream of the group (one per device) that first waits for the
-caller's current stream; the returned Work's wait() makes the current stream wait for the side stream;
-the caller's tensors are record_stream'ed on the side stream. Under CUDA-graph capture (the current
-stream capturing) the call goes on the current stream itself, with no side stream or event. CPU ranks
+semantics: an eager asynchronous call (async_op=True) runs on a side stream of the group (one per
+device) that first waits for the caller's current stream; the returned Work's wait() makes the current
+stream wait for the side stream; the caller's tensors are record_stream'ed on the side stream. A
+synchronous call (async_op=False, the default) and any call under CUDA-graph capture go on the current
+stream itself, with no side stream or event: the same order for the caller, less host time. CPU ranks
 block until the call is done."""
 import torch
 
@@ -17,12 +18,13 @@ class RunnerMixin:
 
     def _run(self, device, body, tensors, result, torch_work=False, host_sync=False, sync=False):
         """Runs body(comm, stream) for an operation on device: CPU ranks at once (blocking); GPU ranks
-        on the side stream after the current stream (on the current stream while it is captured).
-        tensors: the caller's tensors the side stream uses; torch_work: body also runs torch
-        operations (temporaries, copies), which then go on the side stream. sync: the caller waits at
-        once (torch's async_op=False): the current stream waits for the side stream here, the tensors
-        need no record_stream (their later use and release are ordered after the call) and one shared
-        completed Work is returned (no Work or event made per call)."""
+        on the side stream after the current stream, or on the current stream itself while it is
+        captured or when sync. tensors: the caller's tensors the side stream uses; torch_work: body
+        also runs torch operations (temporaries, copies), which then go on the side stream. sync: the
+        caller waits at once (torch's async_op=False): the call goes on the current stream, which
+        orders it as NCCL's side stream and events would, the tensors need no record_stream and one
+        shared completed Work is returned (no Work or event made per call). host_sync: the returned
+        Work's wait() blocks the host (barrier)."""
         if device.type == "cpu":
             body(self._cpu or self._cpu_comm(), 0)
             return DONE if sync else CompletedWork(result)
@@ -37,10 +39,13 @@ class RunnerMixin:
         if prev != idx:
             torch.cuda.set_device(idx)
         try:
-            cur = current_stream(idx)
-            if torch._C._cuda_isCurrentStreamCapturing():
-                body(comm, cur.cuda_stream)  # captured: in the graph's stream order, nothing else
+            if (sync and not host_sync) or torch._C._cuda_isCurrentStreamCapturing():
+                # The caller waits at once (or the stream is being captured): on the current stream
+                # itself the call is ordered after the tensors' producers and before their later
+                # users, as the side stream plus two events would make it, for less host time.
+                body(comm, torch._C._cuda_getCurrentRawStream(idx))
                 return DONE if sync else CompletedWork(result)
+            cur = current_stream(idx)
             ready.record(cur)
             side.wait_event(ready)
             if torch_work:
