@@ -190,6 +190,28 @@ def c_async(rank, n, dev, nc):
     w = dist.all_reduce(torch.ones(10, device=dev), async_op=True)
     torch.cuda.synchronize()
     assert w.is_completed()
+    # Calls issued on two streams with nothing ordering them (FSDP2's all-gather and reduce-scatter
+    # streams; an async call left unwaited, then a synchronous one): the group must still run them
+    # one after another, as their kernels share the communicator's buffers.
+    s2 = torch.cuda.Stream(dev)
+    a, b, c = (torch.full((1 << 22,), float(rank + 1), device=dev) for _ in range(3))
+    g_in = torch.full((1 << 20,), float(rank), device=dev)
+    g_out = torch.empty((1 << 20) * n, device=dev)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s1):
+        torch.cuda._sleep(20_000_000)  # the first call starts late: the second must wait for it
+        dist.all_reduce(a)
+    with torch.cuda.stream(s2):
+        dist.all_gather_into_tensor(g_out, g_in)
+        w = dist.all_reduce(b, async_op=True)
+    dist.all_reduce(c)  # current stream, while w has not been waited for
+    w.wait()
+    torch.cuda.synchronize()
+    want = torch.full_like(a, float(n * (n + 1) // 2))
+    eq(a, want, "sync all_reduce on stream 1")
+    eq(b, want, "async all_reduce on stream 2")
+    eq(c, want, "sync all_reduce on the current stream after an unwaited async one")
+    eq(g_out, torch.arange(n, device=dev, dtype=torch.float32).repeat_interleave(1 << 20), "all_gather on stream 2")
     dist.barrier()
 
 

@@ -35,7 +35,8 @@ class MscclppProcessGroup(ReduceCollectivesMixin, DataCollectivesMixin, PointToP
         self._timeout_ms = max(0, min(ms, 0x7FFFFFFF))
         self._timeout = timeout
         self._cpu = None  # CommGroup of CPU ranks
-        self._gpu = None  # (device index, CommGroup, side stream, ready event, done event)
+        self._gpu = None  # see CommunicatorsMixin
+        self._last_stream = None  # key of the stream of the group's previous GPU call (runner.py)
         self._pending = []  # queued sends/receives: (is_send, tensor, peer, work)
         self._splits = 0
         self._fallback_pg = None

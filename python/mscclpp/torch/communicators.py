@@ -8,13 +8,15 @@ import torch
 import mscclpp
 from mscclpp import _mscclpp
 from mscclpp.torch.library import CPU_KIND, GPU_KIND
+from mscclpp.torch.work import key_of
 
 _UID_KEY = "mscclpp/uid/"
 
 
 class CommunicatorsMixin:
     """Part of MscclppProcessGroup: self._cpu (the CPU communicator) and self._gpu (device index,
-    communicator, side stream, ready event, done event), made on first use."""
+    communicator, side stream, ready event, done event, the side stream's key, ordering event), made
+    on first use."""
 
     def _rendezvous(self, kind):
         """The unique id of this group's communicator of a rank kind, through the store: rank 0 makes
@@ -50,7 +52,7 @@ class CommunicatorsMixin:
         with torch.cuda.device(device):
             comm = _mscclpp._torch_comm(uid, self._rank_, self._size_, GPU_KIND, device.index, self._timeout_ms)
             side = torch.cuda.Stream(device)
-        self._gpu = (device.index, comm, side, torch.cuda.Event(), torch.cuda.Event())
+        self._gpu = (device.index, comm, side, torch.cuda.Event(), torch.cuda.Event(), key_of(side), torch.cuda.Event())
         return self._gpu
 
     def _check_open(self):

@@ -5,6 +5,7 @@ import torch.distributed as dist
 
 from mscclpp.torch.dtypes import contig
 from mscclpp.torch.library import A2A, AG, BC, U8, coll, p2p
+from mscclpp.torch.runner import DONE
 from mscclpp.torch.work import CompletedWork
 
 
@@ -32,6 +33,10 @@ class DataCollectivesMixin:
         return works[-1] if works else CompletedWork(tensors)
 
     def _allgather_base(self, output, input, opts=None):
+        if (opts is not None and not opts.asyncOp and output.numel() == input.numel() * self._size_
+                and output.dtype == input.dtype
+                and self._call_now(AG, input, output, input.numel() * input.element_size(), U8, 0)):
+            return DONE
         return self._guard("_allgather_base", self._allgather_flat, output, input,
                            opts is not None and not opts.asyncOp)
 

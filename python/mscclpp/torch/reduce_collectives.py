@@ -13,28 +13,12 @@ class ReduceCollectivesMixin:
     """Part of MscclppProcessGroup: its reducing collectives, each run through _guard and _run."""
 
     def allreduce(self, tensors, opts=None):
-        if opts is not None and len(tensors) == 1 and not opts.asyncOp and self._gpu is not None:
-            if self._allreduce_now(tensors[0], opts):
+        if opts is not None and len(tensors) == 1 and not opts.asyncOp:
+            t = tensors[0]
+            op, dt = OPS_BY_VALUE.get(opts.reduceOp.op.value), DTYPES.get(t.dtype)
+            if op is not None and dt is not None and self._call_now(AR, t, t, t.numel(), dt, op):
                 return DONE
         return self._guard("allreduce", self._allreduce, tensors, opts or dist.AllreduceOptions())
-
-    def _allreduce_now(self, t, opts):
-        """The common eager call, in as little host time as Python allows: a synchronous allreduce of
-        one contiguous tensor on this group's GPU (the current device), of a library dtype, by a
-        ReduceOp the library has. Runs it on the current stream and returns True, else False (the
-        general path then handles it)."""
-        g = self._gpu
-        if not t.is_cuda or self._pending:
-            return False
-        op, dt = OPS_BY_VALUE.get(opts.reduceOp.op.value), DTYPES.get(t.dtype)
-        if op is None or dt is None or not t.is_contiguous():
-            return False
-        idx = g[0]
-        if t.get_device() != idx or torch._C._cuda_getDevice() != idx:
-            return False
-        p = t.data_ptr()
-        coll(AR, g[1], p, p, t.numel(), dt, op, 0, torch._C._cuda_getCurrentRawStream(idx))
-        return True
 
     def _allreduce(self, tensors, opts):
         if len(tensors) != 1:
@@ -108,6 +92,11 @@ class ReduceCollectivesMixin:
                          or rop.op == RT.PREMUL_SUM, sync=not opts.asyncOp)
 
     def _reduce_scatter_base(self, output, input, opts=None):
+        if opts is not None and not opts.asyncOp and input.numel() == output.numel() * self._size_:
+            op, dt = OPS_BY_VALUE.get(opts.reduceOp.op.value), DTYPES.get(input.dtype)
+            if (op is not None and dt is not None and output.dtype == input.dtype
+                    and self._call_now(RS, input, output, output.numel(), dt, op)):
+                return DONE
         return self._guard("_reduce_scatter_base", self._reduce_scatter_flat, output, input,
                            opts or dist.ReduceScatterOptions())
 

@@ -4,11 +4,18 @@ device) that first waits for the caller's current stream; the returned Work's wa
 stream wait for the side stream; the caller's tensors are record_stream'ed on the side stream. A
 synchronous call (async_op=False, the default) and any call under CUDA-graph capture go on the current
 stream itself, with no side stream or event: the same order for the caller, less host time. CPU ranks
-block until the call is done."""
+block until the call is done.
+
+One communicator runs its calls one after another (their kernels share its scratch buffers and
+flags), as NCCL does whatever streams they are issued on: a call that goes on another stream than the
+group's previous eager call first makes its stream wait for that one (an event recorded there now, so
+it also waits for what the caller queued there since; FSDP2's all-gather and reduce-scatter streams
+are such a pair). Calls made while capturing a CUDA graph are ordered by the graph's replay stream."""
 import torch
 
 from mscclpp.torch.dtypes import Unsupported
-from mscclpp.torch.work import CompletedWork, CudaWork, current_stream
+from mscclpp.torch.library import coll
+from mscclpp.torch.work import CompletedWork, CudaWork, current_stream, key_of, stream_of
 
 DONE = CompletedWork()  # the Work of every call made with async_op=False (the caller only waits)
 
@@ -32,9 +39,40 @@ class RunnerMixin:
             raise Unsupported("tensors on %s" % device)
         return self._run_cuda(device, body, tensors, result, torch_work, host_sync, sync)
 
+    def _call_now(self, kind, inp, out, count, dtype, op):
+        """The common eager call in as little host time as Python allows: one library collective,
+        synchronous, on the current stream of this group's GPU, made when both tensors are contiguous
+        CUDA tensors on that GPU, it is the current device and no send or receive is queued. True if
+        made; False: nothing was done (the general path handles the call)."""
+        g = self._gpu
+        if g is None or self._pending or not (inp.is_cuda and inp.is_contiguous() and out.is_contiguous()):
+            return False
+        idx = g[0]
+        if inp.get_device() != idx or out.get_device() != idx or torch._C._cuda_getDevice() != idx:
+            return False
+        key = torch._C._cuda_getCurrentStream(idx)
+        if key != self._last_stream:
+            self._follow(g, key)
+        coll(kind, g[1], inp.data_ptr(), out.data_ptr(), count, dtype, op, 0,
+             torch._C._cuda_getCurrentRawStream(idx))
+        return True
+
+    def _follow(self, g, key):
+        """Before a call on stream `key` (a torch stream key: id, device, type): unless the stream is
+        being captured, orders it after the group's previous call when that went on another stream,
+        and makes `key` the stream of the previous call."""
+        if torch._C._cuda_isCurrentStreamCapturing():
+            return
+        last = self._last_stream
+        if last is not None and last != key:
+            ev = g[6]
+            ev.record(stream_of(last))  # the last call and all queued on its stream since
+            stream_of(key).wait_event(ev)  # the next call starts after them
+        self._last_stream = key
+
     def _run_cuda(self, device, body, tensors, result, torch_work, host_sync, sync):
         """_run on a CUDA device, with the current device set to it for the call."""
-        idx, comm, side, ready, done_ev = self._gpu_state(device)
+        idx, comm, side, ready, done_ev = self._gpu_state(device)[:5]
         prev = torch._C._cuda_getDevice()
         if prev != idx:
             torch.cuda.set_device(idx)
@@ -43,11 +81,18 @@ class RunnerMixin:
                 # The caller waits at once (or the stream is being captured): on the current stream
                 # itself the call is ordered after the tensors' producers and before their later
                 # users, as the side stream plus two events would make it, for less host time.
+                key = torch._C._cuda_getCurrentStream(idx)
+                if key != self._last_stream:
+                    self._follow(self._gpu, key)
                 body(comm, torch._C._cuda_getCurrentRawStream(idx))
                 return DONE if sync else CompletedWork(result)
             cur = current_stream(idx)
             ready.record(cur)
             side.wait_event(ready)
+            side_key = self._gpu[5]
+            if self._last_stream not in (side_key, key_of(cur)):
+                self._follow(self._gpu, side_key)  # after the previous call, on a third stream
+            self._last_stream = side_key
             if torch_work:
                 with torch.cuda.stream(side):
                     body(comm, side.cuda_stream)

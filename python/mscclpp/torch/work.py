@@ -12,16 +12,25 @@ import torch.distributed as dist
 _STREAMS = {}
 
 
-def current_stream(index):
-    """torch.cuda.current_stream(index), with the Stream objects cached by (id, device, type): the
-    object is built once per stream rather than at every call (a few microseconds each)."""
-    key = torch._C._cuda_getCurrentStream(index)
+def stream_of(key):
+    """The torch Stream of a stream key (id, device index, device type), built once per key rather
+    than at every call (a few microseconds each)."""
     s = _STREAMS.get(key)
     if s is None:
         if len(_STREAMS) > 256:
             _STREAMS.clear()
         s = _STREAMS[key] = torch.cuda.Stream(stream_id=key[0], device_index=key[1], device_type=key[2])
     return s
+
+
+def key_of(stream):
+    """A torch Stream's key, as torch._C._cuda_getCurrentStream gives it."""
+    return (stream.stream_id, stream.device_index, stream.device_type)
+
+
+def current_stream(index):
+    """torch.cuda.current_stream(index), from the cache of stream_of."""
+    return stream_of(torch._C._cuda_getCurrentStream(index))
 
 
 class CompletedWork(dist.Work):
