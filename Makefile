@@ -59,3 +59,10 @@ gpu-check:
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD) $(CLANG_BUILD)
+
+# Installs the build (cmake --install; docs/install.md): headers, libraries, tools, tuning tables,
+# pkg-config files and the CMake package under $(PREFIX). DESTDIR=... stages it (cmake reads it).
+PREFIX ?= /usr/local
+.PHONY: install
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)

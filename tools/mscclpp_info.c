@@ -1,11 +1,13 @@
 /* mscclpp-info: prints the library version, how it was built, every MSCCLPP_* parameter with its
- * value, the GPUs this process sees and which transports this machine supports. */
+ * value, the GPUs this process sees, which transports this machine supports, the built-in
+ * algorithms and which selection table (algo.tsv) the collectives would use. */
 #include <stdio.h>
 #include <string.h>
 
 #include <mscclpp/mscclpp.h>
 
 #include "algo/algo.h"
+#include "algo/select.h"
 #include "sys/cudawrap.h"
 #include "sys/gpu.h"
 #include "util/param.h"
@@ -88,5 +90,8 @@ int main(int argc, char** argv) {
   printf("  ib       no (not built yet)\n");
   printf("\nBuilt-in algorithms (name, collective, rank kind):\n");
   print_algorithms();
+  /* Loads the selection table as the first collective would (src/algo/select.c says where from). */
+  (void)algo_forced(ALGO_COLL_ALLREDUCE, mscclppRankCpu);
+  printf("\nSelection table: %s\n", algo_table_source());
   return 0;
 }

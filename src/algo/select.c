@@ -3,10 +3,12 @@
  * then fails every collective with the same message.
  *
  * The table file: MSCCLPP_ALGO_TABLE when set (it must be readable), else the first readable of
- *   <dir of the library or executable>/../share/mscclpp/algo.tsv   (an installation)
- *   <dir of the library or executable>/../../tuning/algo.tsv       (a build folder in the source tree)
- *   <source tree of this file>/tuning/algo.tsv                     (a build elsewhere)
- * else built-in defaults (no rules). */
+ *   <dir of the library or executable>/../share/mscclpp/algo.tsv   (an installation, the wheel)
+ *   <source tree>/tuning/algo.tsv      only while the library or executable runs from inside the
+ *                                      build tree it was built in (MSCCLPP_BUILD_TREE)
+ * else built-in defaults (no rules). The source and build trees are the paths CMake compiled into
+ * this file; a copy of the library elsewhere never reads the source tree's table. The file loaded
+ * (or the paths tried) is logged at level info, subsystem algo. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -47,29 +49,39 @@ static char* read_file(const char* path) {
   return buf;
 }
 
+/* Whether dir (a real path) is the build tree or inside it. */
+static int in_build_tree(const char* dir) {
+#ifdef MSCCLPP_BUILD_TREE
+  char tree[PATH_MAX];
+  if (realpath(MSCCLPP_BUILD_TREE, tree) == NULL) return 0; /* the build tree is gone */
+  size_t n = strlen(tree);
+  return strncmp(dir, tree, n) == 0 && (dir[n] == '/' || dir[n] == '\0');
+#else
+  (void)dir;
+  return 0;
+#endif
+}
+
 /* Candidate paths (see the top of the file) into paths[]; returns how many. */
-static int candidates(char paths[3][PATH_MAX]) {
+static int candidates(char paths[2][PATH_MAX]) {
   int n = 0;
   Dl_info info;
   char real[PATH_MAX];
-  if (dladdr((void*)&algo_select, &info) != 0 && info.dli_fname != NULL && realpath(info.dli_fname, real) != NULL) {
-    char* slash = strrchr(real, '/');
-    if (slash != NULL && slash - real < PATH_MAX - 64) { /* room for the suffixes */
-      *slash = '\0';
-      snprintf(paths[n++], PATH_MAX, "%.*s/../share/mscclpp/algo.tsv", PATH_MAX - 64, real);
-      snprintf(paths[n++], PATH_MAX, "%.*s/../../tuning/algo.tsv", PATH_MAX - 64, real);
-    }
-  }
-  const char* me = __FILE__, *tail = "src/algo/select.c";
-  size_t lm = strlen(me), lt = strlen(tail);
-  if (me[0] == '/' && lm > lt && strcmp(me + lm - lt, tail) == 0)
-    snprintf(paths[n++], PATH_MAX, "%.*stuning/algo.tsv", (int)(lm - lt), me);
+  if (dladdr((void*)&algo_select, &info) == 0 || info.dli_fname == NULL || realpath(info.dli_fname, real) == NULL)
+    return 0;
+  char* slash = strrchr(real, '/');
+  if (slash == NULL || slash - real >= PATH_MAX - 64) return 0; /* room for the suffix */
+  *slash = '\0';
+  snprintf(paths[n++], PATH_MAX, "%.*s/../share/mscclpp/algo.tsv", PATH_MAX - 64, real);
+#ifdef MSCCLPP_SOURCE_TREE
+  if (in_build_tree(real)) snprintf(paths[n++], PATH_MAX, "%s/tuning/algo.tsv", MSCCLPP_SOURCE_TREE);
+#endif
   return n;
 }
 
 static mscclppResult_t load_table(void) {
   const char* want = param_str(PARAM_ALGO_TABLE);
-  char paths[3][PATH_MAX];
+  char paths[2][PATH_MAX];
   int n = 0;
   if (want[0] != '\0') snprintf(paths[n++], PATH_MAX, "%s", want);
   else n = candidates(paths);
@@ -84,7 +96,8 @@ static mscclppResult_t load_table(void) {
     return mscclppSuccess;
   }
   if (want[0] != '\0') return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_TABLE=%s cannot be read (or is over 1 MiB)", want);
-  LOG_INFO_(LOG_SUB_ALGO, "collectives: no algo.tsv found; built-in defaults");
+  LOG_INFO_(LOG_SUB_ALGO, "collectives: no algo.tsv found (tried: %s%s%s); built-in defaults", n > 0 ? paths[0] : "none",
+            n > 1 ? ", " : "", n > 1 ? paths[1] : "");
   return mscclppSuccess;
 }
 
