@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
+
 #define MAX_RANKS 1024
 
 struct options {
@@ -32,25 +34,37 @@ struct options {
   char** argv; /* PROGRAM ARGS... */
 };
 
-static void usage(void) {
-  fprintf(stderr, "usage: mscclpp-run -n N [--port P] [--host H] [--grace SECONDS] [--] PROGRAM [ARGS...]\n");
-  exit(2);
-}
+static const struct cli_opt run_opts[] = {
+    {"-n, --np", "N", "number of ranks (processes) to start, 1..1024 (required)"},
+    {"--port", "P", "the bootstrap root's port (MSCCLPP_MASTER_PORT); default: one free on 127.0.0.1"},
+    {"--host", "H", "the bootstrap root's address (MSCCLPP_MASTER_ADDR); default 127.0.0.1"},
+    {"--grace", "SECONDS", "after a rank fails, how long the others may run before they are killed\n"
+                          "(0..86400, default 10)"},
+    {"--", NULL, "ends the options: what follows is PROGRAM and its arguments"},
+    {"-h, --help", NULL, "this help"},
+    {NULL, NULL, NULL}};
 
-/* Parses a decimal integer in [lo, hi] or exits with usage. */
+static const struct cli_help run_help = {
+    "mscclpp-run", "mscclpp-run -n N [--port P] [--host H] [--grace SECONDS] [--] PROGRAM [ARGS...]",
+    "Starts N copies of PROGRAM on this host with MSCCLPP_RANK, MSCCLPP_WORLD_SIZE, MSCCLPP_LOCAL_RANK,\n"
+    "MSCCLPP_LOCAL_WORLD_SIZE, MSCCLPP_MASTER_ADDR and MSCCLPP_MASTER_PORT set (what\n"
+    "mscclppCommInitFromEnv reads). SIGINT and SIGTERM are passed on to the ranks.",
+    run_opts,
+    "Exit status: 0 when every rank succeeded, 77 when every rank exited 77 (skipped), else the\n"
+    "worst rank's (128+S for a rank killed by signal S); 2 for a bad command line."};
+
+/* Parses a decimal integer in [lo, hi] or exits 2 naming the option and the value. */
 static int parse_int(const char* what, const char* s, int lo, int hi) {
-  char* end = NULL;
-  errno = 0;
-  long v = s ? strtol(s, &end, 10) : 0;
-  if (!s || errno || end == s || *end || v < lo || v > hi) {
-    fprintf(stderr, "mscclpp-run: %s must be an integer in [%d, %d], got \"%s\"\n", what, lo, hi, s ? s : "");
-    usage();
-  }
+  long long v = 0;
+  if (!s) exit(cli_usage_error("mscclpp-run", "%s needs a value", what));
+  if (cli_parse_int(s, lo, hi, &v) != 0)
+    exit(cli_usage_error("mscclpp-run", "%s must be an integer in [%d, %d], got '%s'", what, lo, hi, s));
   return (int)v;
 }
 
 static void parse_args(int argc, char** argv, struct options* o) {
   o->n = 0, o->port = 0, o->grace_s = 10, o->host = "127.0.0.1";
+  if (cli_wants_help(argc, argv)) exit((cli_print_help(&run_help), 0));
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char* a = argv[i];
@@ -59,22 +73,20 @@ static void parse_args(int argc, char** argv, struct options* o) {
       i++;
       break;
     } else if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0) {
-      o->n = parse_int("-n", v, 1, MAX_RANKS), i++;
+      o->n = parse_int(a, v, 1, MAX_RANKS), i++;
     } else if (strcmp(a, "--port") == 0) {
-      o->port = parse_int("--port", v, 1, 65535), i++;
+      o->port = parse_int(a, v, 1, 65535), i++;
     } else if (strcmp(a, "--host") == 0) {
-      if (!v) usage();
+      if (!v || !*v) exit(cli_usage_error("mscclpp-run", "--host needs an address"));
       o->host = v, i++;
     } else if (strcmp(a, "--grace") == 0) {
-      o->grace_s = parse_int("--grace", v, 0, 86400), i++;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage();
+      o->grace_s = parse_int(a, v, 0, 86400), i++;
     } else {
-      fprintf(stderr, "mscclpp-run: unknown option %s\n", a);
-      usage();
+      exit(cli_usage_error("mscclpp-run", "unknown option '%s'", a));
     }
   }
-  if (o->n == 0 || i >= argc) usage();
+  if (o->n == 0) exit(cli_usage_error("mscclpp-run", "-n N (the number of ranks) is required"));
+  if (i >= argc) exit(cli_usage_error("mscclpp-run", "no PROGRAM to run"));
   o->argv = argv + i;
 }
 
