@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <mscclpp/mscclpp.h>
+
 #include "util/log.h"
 
 /* Writes text indented by `indent` columns after its first line. */
@@ -120,4 +122,14 @@ int cli_wants_help(int argc, char** argv) {
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
   return 0;
+}
+
+const char* cli_last_error(void) {
+  const char* e = mscclppGetLastError();
+  const char* colon = strstr(e, ": ");
+  if (colon == NULL) return e;
+  for (const char* p = e; p < colon; p++) /* "name.c:123" before it: the location */
+    if (*p == ' ') return e;
+  const char* dot = strchr(e, '.');
+  return dot && dot < colon && strchr(dot, ':') < colon ? colon + 2 : e;
 }

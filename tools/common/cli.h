@@ -50,6 +50,9 @@ int cli_parse_double(const char* s, double* out);
  * them at WARN level, unless the user chose a log level (MSCCLPP_LOG_LEVEL, MSCCLPP_DEBUG). */
 void cli_quiet_library_errors(void);
 
+/* mscclppGetLastError() without its "file.c:123: " source location (for users' eyes). */
+const char* cli_last_error(void);
+
 /* Whether argv[1..argc) holds -h or --help before any "--". */
 int cli_wants_help(int argc, char** argv);
 
