@@ -158,13 +158,7 @@ static int reap(struct child* c, int n, int* left) {
       if (c[i].pid != pid || c[i].done) continue;
       c[i].done = 1, (*left)--;
       c[i].code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (c[i].code != 0) {
-        failed++;
-        if (WIFSIGNALED(status))
-          fprintf(stderr, "mscclpp-run: rank %d (pid %d) was killed by signal %d\n", i, (int)pid, WTERMSIG(status));
-        else if (c[i].code != 77)
-          fprintf(stderr, "mscclpp-run: rank %d (pid %d) exited with status %d\n", i, (int)pid, c[i].code);
-      }
+      if (c[i].code != 0) failed++;
     }
   }
   return failed;
@@ -191,6 +185,24 @@ static void supervise(struct child* c, int n, int grace_s, const sigset_t* set) 
       kill_all(c, n, sig);
       if (kill_at < 0) kill_at = now_s() + grace_s;
     }
+  }
+}
+
+/* One line per exit status that ranks failed with ("ranks 0, 2 exited with status 1"), the ranks
+ * the launcher killed left out: a failure that every rank shares shows once. */
+static void report_failures(const struct child* c, int n) {
+  for (int i = 0; i < n; i++) {
+    int code = c[i].code, first = 1;
+    if (code == 0 || code == 77 || c[i].reaped_by_us) continue;
+    for (int j = 0; j < i && first; j++) first = !(c[j].code == code && !c[j].reaped_by_us);
+    if (!first) continue;
+    char list[256] = "";
+    int count = 0;
+    for (int j = i; j < n; j++)
+      if (c[j].code == code && !c[j].reaped_by_us && strlen(list) + 16 < sizeof(list))
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", count++ ? ", " : "", j);
+    if (code > 128) fprintf(stderr, "mscclpp-run: rank%s %s killed by signal %d\n", count > 1 ? "s" : "", list, code - 128);
+    else fprintf(stderr, "mscclpp-run: rank%s %s exited with status %d\n", count > 1 ? "s" : "", list, code);
   }
 }
 
@@ -231,6 +243,7 @@ int main(int argc, char** argv) {
   fflush(NULL);
   for (int i = 0; i < o.n; i++) c[i].pid = spawn(&o, i, &orig);
   supervise(c, o.n, o.grace_s, &set);
+  report_failures(c, o.n);
   int status = worst_status(c, o.n);
   free(c);
   return status;
