@@ -39,6 +39,7 @@
 #include "algo/algo.h"
 #include "algo/verify.h"
 #include "cli.h"
+#include "pyrun.h"
 #include "util/param.h"
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -54,6 +55,7 @@ struct opts {
   int dtype, op;        /* the pair being run */
   unsigned dtypes, ops; /* -d, -o: bit masks of the datatypes and operators to run */
   const char* json;
+  const char* plot; /* --plot: a picture of the results (through a temporary json without --json) */
   size_t sizes[64]; /* -s: an explicit list instead of -b/-e/-f */
   int nsizes;
 };
@@ -99,6 +101,9 @@ static const struct cli_opt perf_opts[] = {
     {"-x, --cta_policy / -D / -V", "...", "NCCL's CTA policy and device implementation: not supported"},
     {"--json", "FILE", "write the results as JSON (rank 0): the run's settings and one row per size and\n"
                       "implementation (python -m mscclpp.perfplot draws them)"},
+    {"--plot", "OUT.png", "rank 0 draws busbw and time against size (ours, and NCCL's with --nccl) into\n"
+                         "OUT.png|svg|pdf through python -m mscclpp.perfplot (needs matplotlib:\n"
+                         "`pip install .[draw]`; $PYTHON picks the interpreter)"},
     {"--cpu, --gpu", NULL, "CPU or GPU ranks (default: MSCCLPP_RANK_KIND, else GPU when one is visible)"},
     {"--nccl", NULL, "GPU ranks: time the real NCCL too (MSCCLPP_NCCL_LIB_PATH or libnccl.so.2) on the\n"
                      "same buffers and print a ratio row per size (NCCL time / ours: above 1, ours is faster)"},
@@ -106,7 +111,7 @@ static const struct cli_opt perf_opts[] = {
     {NULL, NULL, NULL}};
 
 static const struct cli_help perf_help = {
-    TOOL, TOOL " COLLECTIVE [nccl-tests' options] [-s SIZE,...] [--json FILE] [--cpu|--gpu] [--nccl]",
+    TOOL, TOOL " COLLECTIVE [nccl-tests' options] [-s SIZE,...] [--json FILE] [--plot OUT.png] [--cpu|--gpu] [--nccl]",
     "Times and checks a collective the way nccl-tests does, one process per rank (mscclpp-run -n N,\n"
     "mpirun, torchrun): an nccl-tests command line runs as it is after `mscclpp-perf COLLECTIVE`.\n"
     "COLLECTIVE: allreduce allgather reducescatter broadcast reduce alltoall sendrecv (nccl-tests'\n"
@@ -268,6 +273,7 @@ static void parse_one(int c, const char* v, struct opts* o) {
     case 1: o->kind = mscclppRankCpu; break;
     case 2: o->kind = mscclppRankGpu; break;
     case 3: o->nccl = 1; break;
+    case 4: o->plot = v; break;
     default: parse_compat(c, v);
   }
 }
@@ -275,7 +281,8 @@ static void parse_one(int c, const char* v, struct opts* o) {
 static const struct option longs[] = {
     {"json", required_argument, 0, 'J'},         {"cpu", no_argument, 0, 1},
     {"gpu", no_argument, 0, 2},                  {"nccl", no_argument, 0, 3},
-    {"help", no_argument, 0, 'h'},               {"nthreads", required_argument, 0, 't'},
+    {"help", no_argument, 0, 'h'},               {"plot", required_argument, 0, 4},
+    {"nthreads", required_argument, 0, 't'},
     {"ngpus", required_argument, 0, 'g'},        {"minbytes", required_argument, 0, 'b'},
     {"maxbytes", required_argument, 0, 'e'},     {"stepbytes", required_argument, 0, 'i'},
     {"stepfactor", required_argument, 0, 'f'},   {"iters", required_argument, 0, 'n'},
@@ -912,8 +919,16 @@ static void report_ratio(struct bench* b, const struct shape* s, struct result g
   fflush(stdout);
 }
 
+static char plot_json[] = "/tmp/mscclpp-perf-XXXXXX.json"; /* --plot without --json */
+
 static void json_open(struct bench* b) {
-  if (b->rank != 0 || b->o.json == NULL) return;
+  if (b->rank != 0 || (b->o.json == NULL && b->o.plot == NULL)) return;
+  if (b->o.json == NULL) {
+    int fd = mkstemps(plot_json, 5);
+    if (fd < 0) die(b, "--plot", "cannot create a temporary file for the results");
+    close(fd);
+    b->o.json = plot_json;
+  }
   b->json = fopen(b->o.json, "w");
   if (b->json == NULL) die(b, "--json", b->o.json);
   fprintf(b->json, "{\"tool\": \"mscclpp-perf\", \"collective\": \"%s\", \"nranks\": %d, \"rank_kind\": \"%s\", ",
@@ -1051,5 +1066,11 @@ int main(int argc, char** argv) {
   }
   print_footer(&b);
   teardown(&b);
-  return b.wrong_total == 0 ? 0 : 1;
+  int rc = b.wrong_total == 0 ? 0 : 1;
+  if (b.rank == 0 && b.o.plot) {
+    const char* args[] = {b.o.json, "-o", b.o.plot};
+    if (pyrun_module(TOOL " --plot", "mscclpp.perfplot", args, 3) != 0) rc = 1;
+    if (b.o.json == plot_json) remove(plot_json);
+  }
+  return rc;
 }

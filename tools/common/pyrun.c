@@ -17,7 +17,8 @@
 /* Exit codes of the launcher snippet below that say what could not be imported. */
 enum { PY_NO_PACKAGE = 97, PY_NO_MATPLOTLIB = 98, PY_NO_INTERPRETER = 127 };
 
-/* Imports MODULE (argv[1]) from the installed package, else from the source tree (argv[2]), checks
+/* Imports MODULE (argv[1]) from the installed package, else from the source tree (argv[2]: put on
+ * sys.path, and on the package's __path__ where an older installed package lacks the module), checks
  * matplotlib, then runs the module's main() with the remaining arguments. */
 static const char launcher[] =
     "import importlib, sys\n"
@@ -26,6 +27,8 @@ static const char launcher[] =
     "    m = importlib.import_module(mod)\n"
     "except ImportError:\n"
     "    if src: sys.path.append(src)\n"
+    "    pkg = sys.modules.get(mod.split('.')[0])\n"
+    "    if pkg is not None and src: pkg.__path__.append(src + '/' + mod.split('.')[0])\n"
     "    try:\n"
     "        m = importlib.import_module(mod)\n"
     "    except ImportError as e:\n"
