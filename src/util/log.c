@@ -152,7 +152,10 @@ void log_msg(log_level_t level, int subsys, const char* fmt, ...) {
 
 void log_set_rank(int rank) { atomic_store(&log_rank, rank); }
 
-void log_echo_errors(int on) { atomic_store(&log_error_echo, on); }
+void log_echo_errors(int on) {
+  pthread_once(&log_once, log_init); /* the settings are checked (and warned about) now */
+  atomic_store(&log_error_echo, on);
+}
 
 void mscclppDefaultLogHandler(const char* msg) {
   pthread_once(&log_once, log_init);

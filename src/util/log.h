@@ -35,7 +35,8 @@ void log_set_rank(int rank);
 
 /* Whether the WARN line that err_set writes for every recorded error (subsystem "all") is written
  * (default 1). A program that prints mscclppGetLastError() itself passes 0 so that each error
- * shows once; a level the user set in MSCCLPP_LOG_LEVEL (or MSCCLPP_DEBUG) keeps the lines. */
+ * shows once; a level the user set in MSCCLPP_LOG_LEVEL (or MSCCLPP_DEBUG) keeps the lines. The
+ * logger reads (and warns about) its settings now if it has not yet. */
 void log_echo_errors(int on);
 
 #define LOG_WARN_(sub, ...) log_msg(LOG_WARN, (sub), __VA_ARGS__)
