@@ -1,4 +1,4 @@
-/* log.h - leveled, per-subsystem logging configured from the environment.
+/* log.h - leveled, per-subsystem logging configured from the environment (docs/parameters.md):
  *   MSCCLPP_LOG_LEVEL  none|error|warn|info|debug|trace (default warn); MSCCLPP_DEBUG is accepted
  *                      too, with NCCL's names (VERSION, WARN, INFO, TRACE)
  *   MSCCLPP_LOG_SUBSYS comma list of subsystems (init,bootstrap,transport,mem,net,proxy,exec,algo,
