@@ -502,7 +502,7 @@ static double now_s(void) {
 #define TRY(call, what)                                                                  \
   do {                                                                                   \
     if ((call) != mscclppSuccess) {                                                      \
-      fprintf(stderr, "rank %d: %s: %s\n", rank, what, mscclppGetLastError());           \
+      fprintf(stderr, TOOL ": rank %d: %s: %s\n", rank, what, cli_last_error());           \
       return 1;                                                                          \
     }                                                                                    \
   } while (0)
@@ -574,7 +574,7 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
   if (S % es || (!strcmp(coll, "alltoall") && S % (es * (uint64_t)n)))
     return fprintf(stderr, "size %llu does not split into %s elements per rank\n", (unsigned long long)S,
                    elem_dtype_name(o->dtype)), 1;
-  if (make_bufs(plan, n, rank, S, &b)) return fprintf(stderr, "rank %d: no buffers for size %llu\n", rank,
+  if (make_bufs(plan, n, rank, S, &b)) return fprintf(stderr, TOOL ": rank %d: no buffers for size %llu\n", rank,
                                                        (unsigned long long)S), 1;
   int rc = dev_alloc(o, &b);
   *secs = 0;
@@ -586,22 +586,22 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
       break;
     }
     if (mscclppBootstrapBarrier(comm) != mscclppSuccess) {
-      rc = fprintf(stderr, "rank %d: barrier: %s\n", rank, mscclppGetLastError()) > 0;
+      rc = fprintf(stderr, TOOL ": rank %d: barrier: %s\n", rank, cli_last_error()) > 0;
       break;
     }
     double t0 = now_s();
     if (call(comm, plan, o, &b) != mscclppSuccess) {
-      rc = fprintf(stderr, "rank %d: execute: %s\n", rank, mscclppGetLastError()) > 0;
+      rc = fprintf(stderr, TOOL ": rank %d: execute: %s\n", rank, cli_last_error()) > 0;
       break;
     }
     *secs += now_s() - t0;
     /* GPU ranks: peers may read our buffers until they are done too */
     if (dev_copy(&b, 0) || (b.dmem && mscclppBootstrapBarrier(comm) != mscclppSuccess)) {
-      rc = fprintf(stderr, "rank %d: after the call: %s\n", rank, mscclppGetLastError()) > 0;
+      rc = fprintf(stderr, TOOL ": rank %d: after the call: %s\n", rank, cli_last_error()) > 0;
       break;
     }
     size_t bad = check(coll, &spec, rank, S, es, &b);
-    if (bad) rc = fprintf(stderr, "rank %d: %s size %llu %s %s iteration %d: %zu wrong elements\n", rank, o->file,
+    if (bad) rc = fprintf(stderr, TOOL ": rank %d: %s size %llu %s %s iteration %d: %zu wrong elements\n", rank, o->file,
                           (unsigned long long)S, elem_dtype_name(o->dtype), reduce ? elem_op_name((enum elem_op)spec.op) : "",
                           it, bad) > 0;
   }
@@ -646,7 +646,7 @@ static int worker(struct opts* o) {
   mscclppCommRank(comm, &rank), mscclppCommSize(comm, &n);
   for (int i = 0; i < o->nfiles && !rc; i++)
     if (load_plan(o->files[i], &plans[i]) != mscclppSuccess)
-      rc = fprintf(stderr, "rank %d: load: %s\n", rank, mscclppGetLastError()) > 0;
+      rc = fprintf(stderr, TOOL ": rank %d: load: %s\n", rank, cli_last_error()) > 0;
   uint64_t seed = 1;
   for (int si = 0; si < o->nsizes && !rc; si++) {
     uint64_t S = o->sizes[si];
