@@ -1,9 +1,12 @@
 /* mscclpp-perf: times and checks the built-in collectives, in the manner of nccl-tests, one process
  * per rank (mscclpp-run -n N, torchrun, mpirun; mscclppCommInitFromEnv).
  *
- *   mscclpp-perf COLLECTIVE [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEPBYTES] [-n ITERS]
- *                [-w WARMUP] [-c 0|1] [-d DTYPE|all] [-o OP|all] [-r ROOT] [-G GRAPHS] [-s SIZE,...]
- *                [--json FILE] [--cpu | --gpu] [--nccl]
+ *   mscclpp-perf COLLECTIVE [nccl-tests' options] [-s SIZE,...] [--json FILE] [--plot OUT.png]
+ *                [--cpu | --gpu] [--nccl]
+ *
+ * Every option is in perf_opts below (--help prints them): nccl-tests' command lines run as they
+ * are (-t 1 -g 1: one rank per process; options with no counterpart are taken at their default
+ * value and refused otherwise, saying why), and the table is nccl-tests' (columns, 2 decimals).
  *
  * COLLECTIVE: allreduce allgather reducescatter broadcast reduce alltoall sendrecv (sendrecv: every
  * rank sends to rank+1 and receives from rank-1 in one group). Sizes as nccl-tests counts them:
