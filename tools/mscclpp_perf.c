@@ -813,7 +813,7 @@ static void print_devices(struct bench* b) {
   char bus[32] = "?";
   if (b->gpu && cudaGetDevice(&me->dev) == cudaSuccess && cudaGetDeviceProperties(&prop, me->dev) == cudaSuccess) {
     cudaDeviceGetPCIBusId(bus, sizeof(bus), me->dev);
-    snprintf(me->name, sizeof(me->name), "[%s] %s", bus, prop.name);
+    snprintf(me->name, sizeof(me->name), "[%.31s] %.60s", bus, prop.name);
   }
 #endif
   MPP_OK(b, mscclppBootstrapAllGather(b->comm, all, (int)sizeof(*all)));
