@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
+
 #include <mscclpp/mscclpp.h>
 
 #include "algo/algo.h"
@@ -12,13 +14,19 @@
 #include "sys/gpu.h"
 #include "util/param.h"
 
+/* Every parameter of params.def (the logger's LOG_* ones included): its variable, the value in
+ * effect, whether the environment set it, the default and the choices, then what it does. */
 static void print_params(void) {
-  printf("\nParameters (environment MSCCLPP_<NAME>):\n");
+  printf("\nParameters (environment variables; docs/parameters.md has the same table):\n");
   for (int i = 0; i < PARAM_COUNT; i++) {
-    char value[128];
+    char value[128], def[128], var[96];
     param_value_text(i, value, sizeof(value));
-    printf("  %-20s = %-12s%s  %s\n", param_name(i), value[0] ? value : "\"\"", param_is_set(i) ? " (set)" : "",
-           param_help(i));
+    param_default_text(i, def, sizeof(def));
+    snprintf(var, sizeof(var), "MSCCLPP_%s", param_name(i));
+    printf("  %-32s = %s%s  (%s, default %s%s%s)\n", var, value[0] ? value : "\"\"", param_is_set(i) ? " (set)" : "",
+           param_kind(i), def[0] ? def : "\"\"", param_choices(i) ? "; one of " : "",
+           param_choices(i) ? param_choices(i) : "");
+    printf("      %s\n", param_help(i));
   }
 }
 
@@ -58,15 +66,34 @@ static void print_algorithms(void) {
            d[i].graph_only ? " captured-only" : "");
 }
 
+static const struct cli_opt opts[] = {
+    {"--algorithms", NULL, "list only the built-in algorithms: name, collective, rank kind (cpu|gpu) and\n"
+                           "\"captured-only\" for those used only by calls captured in a CUDA graph"},
+    {"--params", NULL, "list only the MSCCLPP_* parameters (value, default, choices, what it does)"},
+    {"-h, --help", NULL, "this help"},
+    {NULL, NULL, NULL}};
+
+static const struct cli_help help = {
+    "mscclpp-info", "mscclpp-info [--algorithms | --params]",
+    "Prints the library version and build, every MSCCLPP_* environment parameter with its value in\n"
+    "this environment, the GPUs this process sees, the transports of this machine and the built-in\n"
+    "algorithms.",
+    opts, NULL};
+
 int main(int argc, char** argv) {
-  if (argc > 1 && strcmp(argv[1], "--algorithms") == 0) {
+  cli_quiet_library_errors();
+  if (cli_wants_help(argc, argv)) return cli_print_help(&help), 0;
+  if (argc > 2) return cli_usage_error("mscclpp-info", "one option at most, got %d arguments", argc - 1);
+  if (argc == 2 && strcmp(argv[1], "--algorithms") == 0) {
     print_algorithms();
     return 0;
   }
-  if (argc > 1) {
-    fprintf(stderr, "usage: mscclpp-info [--algorithms]\n");
-    return 2;
+  if (argc == 2 && strcmp(argv[1], "--params") == 0) {
+    print_params();
+    return 0;
   }
+  if (argc == 2)
+    return cli_usage_error("mscclpp-info", "%s '%s'", argv[1][0] == '-' ? "unknown option" : "unexpected argument", argv[1]);
   int version = 0;
   mscclppGetVersion(&version);
   printf("mscclpp %d.%d.%d (version code %d)\n", version / 10000, (version / 100) % 100, version % 100, version);

@@ -1,9 +1,12 @@
 /* mscclpp-perf: times and checks the built-in collectives, in the manner of nccl-tests, one process
  * per rank (mscclpp-run -n N, torchrun, mpirun; mscclppCommInitFromEnv).
  *
- *   mscclpp-perf COLLECTIVE [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEPBYTES] [-n ITERS]
- *                [-w WARMUP] [-c 0|1] [-d DTYPE|all] [-o OP|all] [-r ROOT] [-G GRAPHS] [-s SIZE,...]
- *                [--json FILE] [--cpu | --gpu] [--nccl]
+ *   mscclpp-perf COLLECTIVE [nccl-tests' options] [-s SIZE,...] [--json FILE] [--plot OUT.png]
+ *                [--cpu | --gpu] [--nccl]
+ *
+ * Every option is in perf_opts below (--help prints them): nccl-tests' command lines run as they
+ * are (-t 1 -g 1: one rank per process; options with no counterpart are taken at their default
+ * value and refused otherwise, saying why), and the table is nccl-tests' (columns, 2 decimals).
  *
  * COLLECTIVE: allreduce allgather reducescatter broadcast reduce alltoall sendrecv (sendrecv: every
  * rank sends to rank+1 and receives from rank-1 in one group). Sizes as nccl-tests counts them:
@@ -23,6 +26,10 @@
  * buffers in the same run, with NCCL_NVLS_ENABLE=0 unless set, and prints a "ratio" row per size:
  * NCCL's time / ours (above 1: ours is faster). -s 8,1K,1G runs exactly those sizes. */
 #include <dlfcn.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <glob.h>
 #include <stdio.h>
@@ -34,6 +41,8 @@
 
 #include "algo/algo.h"
 #include "algo/verify.h"
+#include "cli.h"
+#include "pyrun.h"
 #include "util/param.h"
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -44,36 +53,120 @@ struct opts {
   size_t minb, maxb, stepb;
   double factor;
   int iters, warmup, check, root, graphs, kind, nccl;
+  int average; /* -a: 0 rank 0's time, 1 the mean over ranks, 2 the least, 3 the largest (default) */
+  int timeout; /* -T: seconds the whole run may take (0: no bound) */
   int dtype, op;        /* the pair being run */
   unsigned dtypes, ops; /* -d, -o: bit masks of the datatypes and operators to run */
   const char* json;
+  const char* plot; /* --plot: a picture of the results (through a temporary json without --json) */
   size_t sizes[64]; /* -s: an explicit list instead of -b/-e/-f */
   int nsizes;
 };
 
 /* ---- options ---------------------------------------------------------------------------------- */
 
-static void usage(void) {
-  fprintf(stderr,
-          "usage: mscclpp-perf COLLECTIVE [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEPBYTES] [-n ITERS] [-w WARMUP]\n"
-          "                    [-c 0|1] [-d DTYPE|all] [-o OP|all] [-r ROOT] [-G GRAPHS] [-s SIZE,SIZE,...]\n"
-          "                    [--json FILE] [--cpu|--gpu] [--nccl]\n"
-          "  COLLECTIVE  allreduce allgather reducescatter broadcast reduce alltoall sendrecv\n"
-          "  DTYPE       int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2\n"
-          "  OP          sum prod max min avg premulsum (mulsum: the same)\n"
-          "  sizes take K, M, G (powers of 1024); defaults -b 8 -e 32M -f 2 -n 20 -w 5 -c 1 -d float -o sum -r 0\n");
+#define TOOL "mscclpp-perf"
+
+static const struct cli_opt perf_opts[] = {
+    {"-b, --minbytes", "SIZE", "smallest size (default 8)"},
+    {"-e, --maxbytes", "SIZE", "largest size (default 32M)"},
+    {"-f, --stepfactor", "F", "multiply the size by F (> 1) from one row to the next (default 2)"},
+    {"-i, --stepbytes", "SIZE", "add SIZE from one row to the next instead of -f"},
+    {"-s", "SIZE,SIZE,...", "exactly these sizes, in this order, instead of -b/-e/-f/-i (at most 64)"},
+    {"-n, --iters", "N", "timed calls per size (default 20)"},
+    {"-w, --warmup_iters", "N", "untimed calls before them (default 5)"},
+    {"-c, --check", "N", "0: no check; N >= 1: check each size once on fresh inputs (default 1)"},
+    {"-d, --datatype", "T|all", "int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2\n"
+                               "(char and int are taken for int8 and int32); all: each in turn (default float)"},
+    {"-o, --op", "OP|all", "sum prod max min avg premulsum (mulsum: the same); all: each in turn (default sum)"},
+    {"-r, --root", "R", "root rank of broadcast and reduce (default 0)"},
+    {"-G, --cudagraph", "N", "GPU ranks: capture the -n calls of a size in a CUDA graph and replay it N times\n"
+                            "(default 0: eager launches)"},
+    {"-a, --average", "0|1|2|3", "the time reported: rank 0's (0), the mean over ranks (1), the least (2) or\n"
+                                "the largest (3, the default here; nccl-tests' default is 1)"},
+    {"-T, --timeout", "SECONDS", "give up (exit 1) when the run takes longer (default 0: no bound)"},
+    {"-J, --output_file", "FILE", "the results as JSON too (the same as --json)"},
+    {"-t, --nthreads", "1", "nccl-tests' threads per process: only 1 (one rank per process; start N\n"
+                           "processes with mscclpp-run -n N, mpirun or torchrun)"},
+    {"-g, --ngpus", "1", "nccl-tests' GPUs per thread: only 1 (one GPU per rank, as above)"},
+    {"-m, --agg_iters", "1", "nccl-tests' calls aggregated per iteration: only 1"},
+    {"-N, --run_cycles", "1", "nccl-tests' repetitions of the whole sweep: only 1"},
+    {"-p, --parallel_init", "0|1", "taken and ignored (every process initializes its own rank)"},
+    {"-z, --blocking", "0", "nccl-tests' blocking modes: only 0 (calls are timed back to back)"},
+    {"-y, --stream_null", "0", "only 0 (calls go on the rank's own stream)"},
+    {"-C, --report_cputime", "0", "only 0 (times are wall clock to the end of the calls)"},
+    {"-S, --report_timestamps", "0", "only 0"},
+    {"-R, --local_register", "0", "only 0 (buffers are not registered)"},
+    {"-M, --memory", "0", "only 0 (no memory report)"},
+    {"-u, --unalign", "0", "only 0 (buffers are aligned)"},
+    {"-I, --per_iter_timing", "0", "only 0 (no per-call times)"},
+    {"-K, --per_iter_skip", "0", "only 0"},
+    {"-x, --cta_policy / -D / -V", "...", "NCCL's CTA policy and device implementation: not supported"},
+    {"--json", "FILE", "write the results as JSON (rank 0): the run's settings and one row per size and\n"
+                      "implementation (python -m mscclpp.perfplot draws them)"},
+    {"--plot", "OUT.png", "rank 0 draws busbw and time against size (ours, and NCCL's with --nccl) into\n"
+                         "OUT.png|svg|pdf through python -m mscclpp.perfplot (needs matplotlib:\n"
+                         "`pip install .[draw]`; $PYTHON picks the interpreter)"},
+    {"--cpu, --gpu", NULL, "CPU or GPU ranks (default: MSCCLPP_RANK_KIND, else GPU when one is visible)"},
+    {"--nccl", NULL, "GPU ranks: time the real NCCL too (MSCCLPP_NCCL_LIB_PATH or libnccl.so.2) on the\n"
+                     "same buffers and print a ratio row per size (NCCL time / ours: above 1, ours is faster)"},
+    {"-h, --help", NULL, "this help"},
+    {NULL, NULL, NULL}};
+
+static const struct cli_help perf_help = {
+    TOOL, TOOL " COLLECTIVE [nccl-tests' options] [-s SIZE,...] [--json FILE] [--plot OUT.png] [--cpu|--gpu] [--nccl]",
+    "Times and checks a collective the way nccl-tests does, one process per rank (mscclpp-run -n N,\n"
+    "mpirun, torchrun): an nccl-tests command line runs as it is after `mscclpp-perf COLLECTIVE`.\n"
+    "COLLECTIVE: allreduce allgather reducescatter broadcast reduce alltoall sendrecv (nccl-tests'\n"
+    "program names such as all_reduce_perf are taken too). SIZE takes K, M, G, T (powers of 1024;\n"
+    "KB, KiB, ... alike).",
+    perf_opts,
+    "Output: nccl-tests' table (size, count, type, redop, root, then time (us), algbw and busbw (GB/s)\n"
+    "and #wrong out of place and in place), the \"# Out of bounds values\" and \"# Avg bus bandwidth\"\n"
+    "lines. Exit status: 0 when every result was right, 1 when one was wrong or the run failed, 2 for\n"
+    "a bad command line."};
+
+/* The process's rank as the launcher set it (-1: none): only rank 0 explains a bad command line,
+ * which every rank finds alike. */
+static int env_rank(void) {
+  const char* r = getenv("MSCCLPP_RANK");
+  return r ? atoi(r) : -1;
+}
+
+/* A bad command line: one line from rank 0 (or a lone process), exit 2 on every rank. */
+__attribute__((noreturn, format(printf, 1, 2))) static void bad_usage(const char* fmt, ...) {
+  if (env_rank() <= 0) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    cli_usage_error(TOOL, "%s", msg);
+  }
   exit(2);
 }
 
-static size_t parse_size(const char* s) {
-  char* end;
-  double v = strtod(s, &end);
-  double mult = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0 : *end == 'G' || *end == 'g' ? 1073741824.0 : 1.0;
-  if (end == s || v < 0 || (mult > 1.0 && *++end != '\0') || (mult == 1.0 && *end != '\0')) {
-    fprintf(stderr, "mscclpp-perf: '%s' is not a size\n", s);
-    exit(2);
-  }
-  return (size_t)(v * mult);
+static size_t parse_size(const char* opt, const char* s) {
+  uint64_t v = 0;
+  char why[160];
+  if (cli_parse_size(s, &v, why, sizeof(why)) != 0) bad_usage("%s: %s", opt, why);
+  if (v > SIZE_MAX / 4) bad_usage("%s: '%s' is too large a size", opt, s);
+  return (size_t)v;
+}
+
+/* An integer option's value in [lo, hi]. */
+static int parse_int(const char* opt, const char* s, int lo, int hi) {
+  long long v = 0;
+  if (cli_parse_int(s, lo, hi, &v) != 0) bad_usage("%s must be an integer in [%d, %d], got '%s'", opt, lo, hi, s);
+  return (int)v;
+}
+
+/* An nccl-tests option that only one value of makes sense here: that value passes, others are
+ * refused saying why. */
+static void only_value(const char* opt, const char* s, int want, const char* why) {
+  long long v = 0;
+  if (cli_parse_int(s, INT32_MIN, INT32_MAX, &v) != 0) bad_usage("%s must be an integer, got '%s'", opt, s);
+  if (v != want) bad_usage("%s %s: not supported: %s", opt, s, why);
 }
 
 /* -s 8,1K,64K: the sizes to run, in order. */
@@ -82,74 +175,157 @@ static void parse_sizes(const char* list, struct opts* o) {
   snprintf(buf, sizeof(buf), "%s", list);
   o->nsizes = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-    if (o->nsizes == (int)(sizeof(o->sizes) / sizeof(o->sizes[0]))) {
-      fprintf(stderr, "mscclpp-perf: -s takes at most 64 sizes\n");
-      exit(2);
-    }
-    o->sizes[o->nsizes++] = parse_size(t);
+    if (o->nsizes == (int)(sizeof(o->sizes) / sizeof(o->sizes[0]))) bad_usage("-s takes at most 64 sizes");
+    o->sizes[o->nsizes++] = parse_size("-s", t);
   }
-  if (o->nsizes > 0) o->minb = o->sizes[0], o->maxb = o->sizes[0];
+  if (o->nsizes == 0) bad_usage("-s: no size in '%s'", list);
+  o->minb = o->maxb = o->sizes[0];
   for (int i = 0; i < o->nsizes; i++) o->maxb = o->sizes[i] > o->maxb ? o->sizes[i] : o->maxb;
 }
 
+/* The index of s among n names, else a usage error listing them. */
 static int lookup(const char* s, int n, const char* (*name)(int), const char* what) {
-  for (int i = 0; i < n; i++)
+  char names[256] = "";
+  for (int i = 0; i < n; i++) {
     if (strcmp(s, name(i)) == 0) return i;
-  fprintf(stderr, "mscclpp-perf: unknown %s '%s'\n", what, s);
-  usage();
-  return -1;
+    snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", name(i));
+  }
+  bad_usage("unknown %s '%s' (one of %s)", what, s, names);
 }
 
 static const char* coll_name(int i) { return algo_coll_name((enum algo_coll)i); }
 static const char* op_name(int i) { return elem_op_name((enum elem_op)i); }
 
-/* -d/-o's argument as a bit mask over n names: "all" is every bit, otherwise one name's bit. */
-static unsigned lookup_mask(const char* s, int n, const char* (*name)(int), const char* what) {
-  return strcmp(s, "all") == 0 ? (1u << n) - 1 : 1u << lookup(s, n, name, what);
+/* The collective: ours (allreduce), or nccl-tests' program name (all_reduce_perf, all_reduce). */
+static int parse_coll(const char* s) {
+  char name[64];
+  size_t k = 0;
+  for (const char* p = s; *p && k + 1 < sizeof(name); p++)
+    if (*p != '_') name[k++] = *p;
+  name[k] = '\0';
+  if (k > 4 && strcmp(name + k - 4, "perf") == 0) name[k - 4] = '\0';
+  for (int i = 0; i < ALGO_COLL_COUNT; i++)
+    if (strcmp(name, coll_name(i)) == 0) return i;
+  return lookup(s, ALGO_COLL_COUNT, coll_name, "collective");
+}
+
+/* -d's argument as a bit mask: "all", one of ours, or nccl-tests' older char and int. */
+static unsigned parse_dtypes(const char* s) {
+  if (strcmp(s, "all") == 0) return (1u << ELEM_DTYPE_COUNT) - 1;
+  if (strcmp(s, "char") == 0) s = "int8";
+  if (strcmp(s, "int") == 0) s = "int32";
+  return 1u << lookup(s, ELEM_DTYPE_COUNT, elem_dtype_name, "datatype");
 }
 
 /* The operators -o takes: our names, "all", and nccl-tests' "mulsum" for premulsum. */
 static unsigned parse_ops(const char* s) {
-  return strcmp(s, "mulsum") == 0 ? 1u << ELEM_OP_PREMUL : lookup_mask(s, ELEM_OP_COUNT, op_name, "op");
+  if (strcmp(s, "all") == 0) return (1u << ELEM_OP_COUNT) - 1;
+  return strcmp(s, "mulsum") == 0 ? 1u << ELEM_OP_PREMUL : 1u << lookup(s, ELEM_OP_COUNT, op_name, "op");
 }
 
-static void parse(int argc, char** argv, struct opts* o) {
-  *o = (struct opts){.minb = 8, .maxb = 32u << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1,
-                     .dtypes = 1u << 7 /* float */, .ops = 1u << ELEM_OP_SUM, .kind = mscclppRankAuto};
-  static const struct option longs[] = {{"json", required_argument, 0, 'J'}, {"cpu", no_argument, 0, 'C'},
-                                        {"gpu", no_argument, 0, 'U'},        {"nccl", no_argument, 0, 'N'},
-                                        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
-  for (int c; (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:G:s:h", longs, NULL)) != -1;) {
-    switch (c) {
-      case 'b': o->minb = parse_size(optarg); break;
-      case 'e': o->maxb = parse_size(optarg); break;
-      case 'f': o->factor = atof(optarg), o->stepb = 0; break;
-      case 'i': o->stepb = parse_size(optarg), o->factor = 0; break;
-      case 'n': o->iters = atoi(optarg); break;
-      case 'w': o->warmup = atoi(optarg); break;
-      case 'c': o->check = atoi(optarg); break;
-      case 'd': o->dtypes = lookup_mask(optarg, ELEM_DTYPE_COUNT, elem_dtype_name, "datatype"); break;
-      case 'o': o->ops = parse_ops(optarg); break;
-      case 'r': o->root = atoi(optarg); break;
-      case 's': parse_sizes(optarg, o); break;
-      case 'G': o->graphs = atoi(optarg); break;
-      case 'J': o->json = optarg; break;
-      case 'C': o->kind = mscclppRankCpu; break;
-      case 'U': o->kind = mscclppRankGpu; break;
-      case 'N': o->nccl = 1; break;
-      default: usage();
-    }
+#define ONE_RANK_PER_PROCESS "one rank per process here: start N processes with mscclpp-run -n N (or mpirun/torchrun)"
+
+/* nccl-tests' options that only have their default meaning here. */
+static void parse_compat(int c, const char* v) {
+  switch (c) {
+    case 't': only_value("-t", v, 1, ONE_RANK_PER_PROCESS); break;
+    case 'g': only_value("-g", v, 1, ONE_RANK_PER_PROCESS); break;
+    case 'm': only_value("-m", v, 1, "calls are not aggregated in groups; each is timed on its own"); break;
+    case 'N': only_value("-N", v, 1, "the sweep runs once"); break;
+    case 'p': parse_int("-p", v, 0, 1); break;
+    case 'z': only_value("-z", v, 0, "calls are timed back to back (nccl-tests' -z 0)"); break;
+    case 'y': only_value("-y", v, 0, "calls go on the rank's own stream"); break;
+    case 'C': only_value("-C", v, 0, "no CPU-time report; times are wall clock to the calls' end"); break;
+    case 'S': only_value("-S", v, 0, "no timestamps"); break;
+    case 'R': only_value("-R", v, 0, "buffer registration is not timed here"); break;
+    case 'M': only_value("-M", v, 0, "no memory report"); break;
+    case 'u': only_value("-u", v, 0, "buffers are aligned"); break;
+    case 'I': only_value("-I", v, 0, "no per-call timing"); break;
+    case 'K': only_value("-K", v, 0, "no per-call timing (-I)"); break;
+    case 'x': bad_usage("-x %s: not supported: NCCL's CTA policy has no counterpart here", v);
+    case 'D': bad_usage("-D %s: not supported: NCCL's device implementations have no counterpart here", v);
+    case 'V': bad_usage("-V %s: not supported: NCCL's device implementations have no counterpart here", v);
+    default: bad_usage("unknown option");
   }
-  if (optind != argc - 1) usage();
-  o->coll = lookup(argv[optind], ALGO_COLL_COUNT, coll_name, "collective");
+}
+
+/* One option of ours or nccl-tests'. */
+static void parse_one(int c, const char* v, struct opts* o) {
+  switch (c) {
+    case 'b': o->minb = parse_size("-b", v); break;
+    case 'e': o->maxb = parse_size("-e", v); break;
+    case 'f':
+      if (cli_parse_double(v, &o->factor) != 0 || o->factor <= 1.0) bad_usage("-f must be a number above 1, got '%s'", v);
+      o->stepb = 0;
+      break;
+    case 'i':
+      o->stepb = parse_size("-i", v), o->factor = 0;
+      if (o->stepb == 0) bad_usage("-i must be at least 1 byte, got '%s'", v);
+      break;
+    case 'n': o->iters = parse_int("-n", v, 1, 1 << 30); break;
+    case 'w': o->warmup = parse_int("-w", v, 0, 1 << 30); break;
+    case 'c': o->check = parse_int("-c", v, 0, 1 << 30) > 0; break;
+    case 'd': o->dtypes = parse_dtypes(v); break;
+    case 'o': o->ops = parse_ops(v); break;
+    case 'r': o->root = parse_int("-r", v, 0, 1 << 20); break;
+    case 's': parse_sizes(v, o); break;
+    case 'G': o->graphs = parse_int("-G", v, 0, 1 << 20); break;
+    case 'a': o->average = parse_int("-a", v, 0, 3); break;
+    case 'T': o->timeout = parse_int("-T", v, 0, 1 << 24); break;
+    case 'J': o->json = v; break;
+    case 1: o->kind = mscclppRankCpu; break;
+    case 2: o->kind = mscclppRankGpu; break;
+    case 3: o->nccl = 1; break;
+    case 4: o->plot = v; break;
+    default: parse_compat(c, v);
+  }
+}
+
+static const struct option longs[] = {
+    {"json", required_argument, 0, 'J'},         {"cpu", no_argument, 0, 1},
+    {"gpu", no_argument, 0, 2},                  {"nccl", no_argument, 0, 3},
+    {"help", no_argument, 0, 'h'},               {"plot", required_argument, 0, 4},
+    {"nthreads", required_argument, 0, 't'},
+    {"ngpus", required_argument, 0, 'g'},        {"minbytes", required_argument, 0, 'b'},
+    {"maxbytes", required_argument, 0, 'e'},     {"stepbytes", required_argument, 0, 'i'},
+    {"stepfactor", required_argument, 0, 'f'},   {"iters", required_argument, 0, 'n'},
+    {"agg_iters", required_argument, 0, 'm'},    {"warmup_iters", required_argument, 0, 'w'},
+    {"run_cycles", required_argument, 0, 'N'},   {"parallel_init", required_argument, 0, 'p'},
+    {"check", required_argument, 0, 'c'},        {"op", required_argument, 0, 'o'},
+    {"datatype", required_argument, 0, 'd'},     {"root", required_argument, 0, 'r'},
+    {"blocking", required_argument, 0, 'z'},     {"stream_null", required_argument, 0, 'y'},
+    {"timeout", required_argument, 0, 'T'},      {"cudagraph", required_argument, 0, 'G'},
+    {"report_cputime", required_argument, 0, 'C'}, {"report_timestamps", required_argument, 0, 'S'},
+    {"output_file", required_argument, 0, 'J'},  {"average", required_argument, 0, 'a'},
+    {"local_register", required_argument, 0, 'R'}, {"cta_policy", required_argument, 0, 'x'},
+    {"device_implementation", required_argument, 0, 'D'}, {"device_cta_count", required_argument, 0, 'V'},
+    {"memory", required_argument, 0, 'M'},       {"unalign", required_argument, 0, 'u'},
+    {"per_iter_timing", required_argument, 0, 'I'}, {"per_iter_skip", required_argument, 0, 'K'},
+    {0, 0, 0, 0}};
+
+static void parse(int argc, char** argv, struct opts* o) {
+  *o = (struct opts){.minb = 8, .maxb = 32u << 20, .factor = 2, .iters = 20, .warmup = 5, .check = 1, .average = 3,
+                     .dtypes = 1u << 7 /* float */, .ops = 1u << ELEM_OP_SUM, .kind = mscclppRankAuto};
+  if (cli_wants_help(argc, argv)) exit((cli_print_help(&perf_help), 0));
+  opterr = 0; /* getopt's own message would come from every rank, unlike ours */
+  for (int c; (c = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:o:r:G:s:a:T:J:t:g:m:N:p:z:y:C:S:R:M:u:I:K:x:D:V:h", longs,
+                               NULL)) != -1;) {
+    /* the option getopt stopped at: a short one's letter, else the word just passed */
+    char shortname[3] = {'-', (char)optopt, 0};
+    const char* last = argv[optind - 1];
+    const char* at = !strncmp(last, "--", 2) || !optopt ? last : shortname;
+    if (c == '?') bad_usage("unknown option '%s'", at);
+    if (c == ':') bad_usage("%s needs a value", at);
+    parse_one(c, optarg, o);
+  }
+  if (optind >= argc) bad_usage("no COLLECTIVE given (allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv)");
+  if (optind < argc - 1) bad_usage("one COLLECTIVE at a time: '%s' and '%s'", argv[optind], argv[optind + 1]);
+  o->coll = parse_coll(argv[optind]);
   if (o->nsizes > 0) { /* buffers are sized for maxb; the loop walks the list */
     o->minb = o->maxb;
     for (int i = 0; i < o->nsizes; i++) o->minb = o->sizes[i] < o->minb ? o->sizes[i] : o->minb;
   }
-  if (o->iters < 1 || o->warmup < 0 || o->minb > o->maxb || (o->factor <= 1.0 && o->stepb == 0)) {
-    fprintf(stderr, "mscclpp-perf: need -n >= 1, -w >= 0, -b <= -e, and -f > 1 or -i > 0\n");
-    exit(2);
-  }
+  if (o->minb > o->maxb) bad_usage("-b %zu is above -e %zu", o->minb, o->maxb);
 }
 
 /* ---- what one size moves ---------------------------------------------------------------------- */
@@ -227,15 +403,19 @@ struct bench {
   size_t wrong_total;
 };
 
+/* Prints "mscclpp-perf: rank R: WHAT: WHY" once (WHAT: a call's text is cut to the function's
+ * name) and exits 1. */
 static void die(struct bench* b, const char* what, const char* why) {
-  fprintf(stderr, "mscclpp-perf: rank %d: %s: %s\n", b ? b->rank : -1, what, why);
+  int len = (int)strcspn(what, "(");
+  if (b && b->rank >= 0) fprintf(stderr, "%s: rank %d: %.*s: %s\n", TOOL, b->rank, len, what, why);
+  else fprintf(stderr, "%s: %.*s: %s\n", TOOL, len, what, why);
   exit(1);
 }
 
 #define MPP_OK(b, call)                                                          \
   do {                                                                           \
     mscclppResult_t r_ = (call);                                                 \
-    if (r_ != mscclppSuccess) die((b), #call, mscclppGetLastError());            \
+    if (r_ != mscclppSuccess) die((b), #call, cli_last_error());                 \
   } while (0)
 
 /* ---- buffers (host memory on CPU ranks, device memory on GPU ranks) ---------------------------- */
@@ -430,7 +610,7 @@ static int run_once(struct bench* b, int impl, const struct shape* s, int inplac
     b->mscclpp_broken = 1;
     return -1;
   }
-  if (r != mscclppSuccess) die(b, coll_name(b->o.coll), mscclppGetLastError());
+  if (r != mscclppSuccess) die(b, coll_name(b->o.coll), cli_last_error());
   return 0;
 }
 
@@ -500,7 +680,7 @@ static size_t check_data(struct bench* b, const struct shape* s, int inplace, co
 
 struct result {
   int valid;
-  double time_us; /* largest over ranks of each rank's average */
+  double time_us; /* over ranks of each rank's average, as -a says (default: the largest) */
   size_t wrong;   /* over all ranks; (size_t)-1: not checked */
 };
 
@@ -556,6 +736,17 @@ static void run_checked(struct bench* b, int impl, const struct shape* s, int in
   sync_rank(b);
 }
 
+/* -a's summary of n per-rank times (the doubles at t, stride bytes apart): rank 0's (0), the
+ * mean (1), the least (2) or the largest (3). */
+static double over_ranks(int mode, int n, const double* t, size_t stride) {
+  double sum = 0, lo = t[0], hi = t[0];
+  for (int r = 0; r < n; r++) {
+    double v = *(const double*)((const char*)t + (size_t)r * stride);
+    sum += v, lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+  }
+  return mode == 0 ? t[0] : mode == 1 ? sum / n : mode == 2 ? lo : hi;
+}
+
 static struct result measure(struct bench* b, int impl, const struct shape* s, int inplace, uint64_t seed) {
   struct result res = {.valid = 1, .wrong = (size_t)-1};
   if (impl == IMPL_NCCL && inplace && b->o.coll == ALGO_COLL_ALLTOALL) return (struct result){0}; /* see the header */
@@ -582,11 +773,8 @@ static struct result measure(struct bench* b, int impl, const struct shape* s, i
   }* all = calloc((size_t)b->n, sizeof(*all));
   all[b->rank].t = t, all[b->rank].wrong = wrong;
   MPP_OK(b, mscclppBootstrapAllGather(b->comm, all, (int)sizeof(*all)));
-  res.time_us = 0, wrong = 0;
-  for (int r = 0; r < b->n; r++) {
-    if (all[r].t * 1e6 > res.time_us) res.time_us = all[r].t * 1e6;
-    wrong += all[r].wrong;
-  }
+  res.time_us = over_ranks(b->o.average, b->n, &all[0].t, sizeof(*all)) * 1e6, wrong = 0;
+  for (int r = 0; r < b->n; r++) wrong += all[r].wrong;
   free(all);
   if (b->o.check) res.wrong = (size_t)wrong;
   return res;
@@ -605,36 +793,86 @@ static const char* ops_name(const struct opts* o) {
   return is_reduction(o->coll) ? mask_name(o->ops, ELEM_OP_COUNT, op_name) : "none";
 }
 
+/* One rank's line of the "# Using devices" list. */
+struct rank_line {
+  int pid, dev;
+  char host[64], name[96];
+};
+
+/* Every rank's process, host and device, gathered to rank 0 ("#  Rank  r Group  0 Pid ... on HOST
+ * device D [BUS] NAME", nccl-tests' layout; CPU ranks: device -1 [cpu]). */
+static void print_devices(struct bench* b) {
+  struct rank_line* all = calloc((size_t)b->n, sizeof(*all));
+  if (all == NULL) die(b, "listing devices", "out of memory");
+  struct rank_line* me = &all[b->rank];
+  me->pid = (int)getpid(), me->dev = -1;
+  gethostname(me->host, sizeof(me->host) - 1);
+  snprintf(me->name, sizeof(me->name), "[cpu] CPU rank");
+#if MSCCLPP_HAVE_CUDA
+  struct cudaDeviceProp prop;
+  char bus[32] = "?";
+  if (b->gpu && cudaGetDevice(&me->dev) == cudaSuccess && cudaGetDeviceProperties(&prop, me->dev) == cudaSuccess) {
+    cudaDeviceGetPCIBusId(bus, sizeof(bus), me->dev);
+    snprintf(me->name, sizeof(me->name), "[%.31s] %.60s", bus, prop.name);
+  }
+#endif
+  MPP_OK(b, mscclppBootstrapAllGather(b->comm, all, (int)sizeof(*all)));
+  if (b->rank == 0) {
+    printf("#\n# Using devices\n");
+    for (int r = 0; r < b->n; r++)
+      printf("#  Rank %2d Group  0 Pid %6d on %10s device %2d %s\n", r, all[r].pid, all[r].host, all[r].dev, all[r].name);
+  }
+  free(all);
+}
+
 static void print_header(struct bench* b) {
   const struct opts* o = &b->o;
   printf("# mscclpp-perf %s: %d %s ranks, datatype %s, op %s, root %d\n", coll_name(o->coll), b->n, b->gpu ? "GPU" : "CPU",
          dtypes_name(o), ops_name(o), is_rooted(o->coll) ? o->root : -1);
-  printf("# sizes %zu..%zu bytes, %s %g, iters %d, warmup %d, check %s\n", o->minb, o->maxb, o->stepb ? "step" : "factor",
-         o->stepb ? (double)o->stepb : o->factor, o->iters, o->warmup, o->check ? "on" : "off");
+  printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d agg iters: 1 "
+         "validation: %d graph: %d unalign: 0\n", o->minb, o->maxb, o->stepb ? (double)o->stepb : o->factor,
+         o->nsizes ? "list" : o->stepb ? "bytes" : "factor", o->warmup, o->iters, o->check, b->gpu ? o->graphs : 0);
   if (o->graphs > 0 && !b->gpu) printf("# -G %d: CUDA graphs are for GPU ranks; ignored on CPU ranks\n", o->graphs);
   if (o->nccl && !b->gpu) printf("# --nccl: the NCCL comparison needs GPU ranks; these are CPU ranks, so mscclpp only\n");
   if (o->coll == ALGO_COLL_SENDRECV) printf("# sendrecv: rank r sends to r+1 and receives from r-1; no in-place variant\n");
   if (o->nccl && b->gpu && o->coll == ALGO_COLL_ALLTOALL)
     printf("# NCCL alltoall runs as grouped send/recv, which has no in-place form: its in-place columns are N/A\n");
-  printf("#\n# %10s %12s %9s %9s %5s  %-33s  %-33s\n", "", "", "", "", "", "            out-of-place", "              in-place");
-  printf("# %10s %12s %9s %9s %5s  %8s %7s %7s %8s  %8s %7s %7s %8s%s\n", "size", "count", "type", "redop", "root", "time",
-         "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", b->o.nccl && b->gpu ? "  impl" : "");
-  printf("# %10s %12s %9s %9s %5s  %8s %7s %7s %8s  %8s %7s %7s %8s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
-         "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+/* The table's column heads (after print_devices). */
+static void print_columns(struct bench* b) {
+  if (b->rank != 0) return;
+  printf("#\n# %10s  %12s  %8s  %6s  %6s  %-31s  %-31s\n", "", "", "", "", "", "           out-of-place",
+         "             in-place");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s%s\n", "size", "count", "type", "redop",
+         "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", b->o.nccl && b->gpu ? "  impl" : "");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "", "(us)",
+         "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   fflush(stdout);
+}
+
+/* v right-aligned in width columns with 2 decimals, fewer when that does not fit (then
+ * exponent notation), as nccl-tests prints its times and bandwidths. */
+static void fmt_num(double v, int width, char* buf, size_t len) {
+  for (int decimals = 2; decimals >= 0; decimals--)
+    if (snprintf(buf, len, "%*.*f", width, decimals, v) <= width) return;
+  snprintf(buf, len, "%*.1e", width, v);
 }
 
 /* Formats one placement's columns and adds its bus bandwidth to impl's average. */
 static void fmt_result(struct bench* b, const struct shape* s, const struct result* r, char* buf, size_t len, int impl) {
   if (!r->valid) {
-    snprintf(buf, len, "%8s %7s %7s %8s", "N/A", "N/A", "N/A", "N/A");
+    snprintf(buf, len, "%7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
     return;
   }
   double algbw = (double)s->bytes / (r->time_us * 1e-6) / 1e9, busbw = algbw * bus_factor(b->o.coll, b->n);
-  char wrong[24];
+  char wrong[24], t[24], ab[24], bb[24];
   if (r->wrong == (size_t)-1) snprintf(wrong, sizeof(wrong), "N/A");
   else snprintf(wrong, sizeof(wrong), "%zu", r->wrong);
-  snprintf(buf, len, "%8.2f %7.3f %7.3f %8s", r->time_us, algbw, busbw, wrong);
+  fmt_num(r->time_us, 7, t, sizeof(t));
+  fmt_num(algbw, 6, ab, sizeof(ab));
+  fmt_num(busbw, 6, bb, sizeof(bb));
+  snprintf(buf, len, "%s  %s  %s  %6s", t, ab, bb, wrong);
   b->busbw_sum[impl] += busbw, b->busbw_n[impl]++;
 }
 
@@ -653,11 +891,11 @@ static void json_result(FILE* f, const char* key, const struct bench* b, const s
 
 static void report_row(struct bench* b, int impl, const struct shape* s, const struct result* oop, const struct result* ip) {
   if (b->rank != 0) return;
-  char a[64], c[64];
+  char a[160], c[160];
   int mine = impl == IMPL_MSCCLPP;
   fmt_result(b, s, oop, a, sizeof(a), impl);
   fmt_result(b, s, ip, c, sizeof(c), impl);
-  printf("  %10zu %12zu %9s %9s %5d  %s  %s%s\n", s->bytes, s->bytes / b->es, elem_dtype_name(b->o.dtype),
+  printf("%12zu  %12zu  %8s  %6s  %6d  %s  %s%s\n", s->bytes, s->bytes / b->es, elem_dtype_name(b->o.dtype),
          is_reduction(b->o.coll) ? op_name(b->o.op) : "none", is_rooted(b->o.coll) ? b->o.root : -1, a, c,
          b->o.nccl && b->gpu ? (mine ? "  mscclpp" : "  nccl") : "");
   fflush(stdout);
@@ -680,12 +918,20 @@ static void report_ratio(struct bench* b, const struct shape* s, struct result g
     if (m->valid && n->valid && m->time_us > 0) snprintf(r[k], sizeof(r[k]), "%.2fx", n->time_us / m->time_us);
     else snprintf(r[k], sizeof(r[k]), "N/A");
   }
-  printf("  %10zu %12s %9s %9s %5s  %-33s  %-33s  ratio\n", s->bytes, "nccl/ours", "", "", "", r[0], r[1]);
+  printf("%12zu  %12s  %8s  %6s  %6s  %-31s  %-31s  ratio\n", s->bytes, "nccl/ours", "", "", "", r[0], r[1]);
   fflush(stdout);
 }
 
+static char plot_json[] = "/tmp/mscclpp-perf-XXXXXX.json"; /* --plot without --json */
+
 static void json_open(struct bench* b) {
-  if (b->rank != 0 || b->o.json == NULL) return;
+  if (b->rank != 0 || (b->o.json == NULL && b->o.plot == NULL)) return;
+  if (b->o.json == NULL) {
+    int fd = mkstemps(plot_json, 5);
+    if (fd < 0) die(b, "--plot", "cannot create a temporary file for the results");
+    close(fd);
+    b->o.json = plot_json;
+  }
   b->json = fopen(b->o.json, "w");
   if (b->json == NULL) die(b, "--json", b->o.json);
   fprintf(b->json, "{\"tool\": \"mscclpp-perf\", \"collective\": \"%s\", \"nranks\": %d, \"rank_kind\": \"%s\", ",
@@ -699,11 +945,11 @@ static void json_open(struct bench* b) {
 static void print_footer(struct bench* b) {
   if (b->rank != 0) return;
   double avg = b->busbw_n[IMPL_MSCCLPP] ? b->busbw_sum[IMPL_MSCCLPP] / b->busbw_n[IMPL_MSCCLPP] : 0.0;
-  printf("# Out of bounds values : %zu %s\n", b->wrong_total, b->wrong_total == 0 ? "OK" : "FAILED");
-  printf("# Avg bus bandwidth    : %g\n", avg);
+  printf("# %-20s : %zu %s\n", "Out of bounds values", b->wrong_total, b->wrong_total == 0 ? "OK" : "FAILED");
+  printf("# %-20s : %g\n", "Avg bus bandwidth", avg);
   if (b->busbw_n[IMPL_NCCL] > 0)
-    printf("# NCCL avg bus bandwidth : %g\n", b->busbw_sum[IMPL_NCCL] / b->busbw_n[IMPL_NCCL]);
-  printf("#\n");
+    printf("# %-20s : %g\n", "NCCL avg bus bandwidth", b->busbw_sum[IMPL_NCCL] / b->busbw_n[IMPL_NCCL]);
+  printf("#\n# Collective test concluded: mscclpp-perf %s\n", coll_name(b->o.coll));
   if (b->json == NULL) return;
   fprintf(b->json, "\n  ], \"wrong_total\": %zu, \"ok\": %s, \"avg_busbw_gbs\": %.4f", b->wrong_total,
           b->wrong_total == 0 ? "true" : "false", avg);
@@ -723,7 +969,10 @@ static void setup(struct bench* b) {
   mscclppRankKind_t kind;
   MPP_OK(b, mscclppCommRankKind(b->comm, b->rank, &kind));
   b->gpu = kind == mscclppRankGpu;
-  if (is_rooted(b->o.coll) && (b->o.root < 0 || b->o.root >= b->n)) die(b, "-r", "root is not a rank");
+  if (is_rooted(b->o.coll) && (b->o.root < 0 || b->o.root >= b->n)) {
+    if (b->rank == 0) cli_usage_error(TOOL, "-r %d: the root must be a rank, 0..%d", b->o.root, b->n - 1);
+    exit(2);
+  }
   for (int t = 0; t < ELEM_DTYPE_COUNT; t++) { /* room for the largest size in every datatype run */
     if (!(b->o.dtypes >> t & 1)) continue;
     size_t es = mscclppDataTypeSize((mscclppDataType_t)t);
@@ -786,11 +1035,27 @@ static void run_sizes(struct bench* b, uint64_t* seed) {
   }
 }
 
+/* -T: the run took too long (async-signal-safe: write and _exit only). */
+static void on_timeout(int sig) {
+  (void)sig;
+  static const char msg[] = "mscclpp-perf: the run took longer than -T allows; giving up\n";
+  ssize_t w = write(2, msg, sizeof(msg) - 1);
+  (void)w;
+  _exit(1);
+}
+
 int main(int argc, char** argv) {
   struct bench b = {.rank = -1};
+  cli_quiet_library_errors();
   parse(argc, argv, &b.o);
+  if (b.o.timeout > 0) {
+    signal(SIGALRM, on_timeout);
+    alarm((unsigned)b.o.timeout);
+  }
   setup(&b);
   if (b.rank == 0) print_header(&b);
+  print_devices(&b);
+  print_columns(&b);
   json_open(&b);
   uint64_t seed = 1;
   for (int t = 0; t < ELEM_DTYPE_COUNT; t++) { /* nccl-tests' order: datatypes, then operators */
@@ -804,5 +1069,11 @@ int main(int argc, char** argv) {
   }
   print_footer(&b);
   teardown(&b);
-  return b.wrong_total == 0 ? 0 : 1;
+  int rc = b.wrong_total == 0 ? 0 : 1;
+  if (b.rank == 0 && b.o.plot) {
+    const char* args[] = {b.o.json, "-o", b.o.plot};
+    if (pyrun_module(TOOL " --plot", "mscclpp.perfplot", args, 3) != 0) rc = 1;
+    if (b.o.json == plot_json) remove(plot_json);
+  }
+  return rc;
 }

@@ -1,30 +1,12 @@
-/* mscclpp-plan - execution plans from the command line.
+/* mscclpp-plan - execution plans from the command line: validate, run (and check), draw and
+ * convert plans. `mscclpp-plan --help` and `mscclpp-plan COMMAND --help` describe every option
+ * (the tables below); docs/tools.md has examples.
  *
- *   mscclpp-plan validate [--strict] [--json] FILE...
- *                                             loads every plan: "FILE: OK" or the error (exit 1),
- *                                             then runs the order check (mscclppPlanCheckOrder) and
- *                                             lists what it finds ("FILE: order: ..."; --strict:
- *                                             a finding fails the plan too); --json: all of it as
- *                                             one JSON document instead
- *   mscclpp-plan run FILE... -n RANKS [--size BYTES[,BYTES...]] [--dtype T[,T...]|all] [--cpu|--gpu]
- *                    [--ll8] [--iters N] [--hosts H]
- *                                             runs the plans (in turn, one communicator) on RANKS
- *                                             ranks (mscclpp-run beside this program) and checks
- *                                             each result against the plan's collective; prints
- *                                             the mean time per call. --dtype: each datatype in
- *                                             turn (default float; all: every one the executors
- *                                             take, int8 .. f8e5m2). --gpu: GPU ranks (one GPU
- *                                             per local rank; buffers from cudaMalloc, calls on a
- *                                             stream, timed to the stream's end); --ll8: LL plans
- *                                             with LL8 packets (GPU ranks); --hosts H: CPU rank r
- *                                             acts as a rank of host r % H (ranks of different
- *                                             hosts reach each other over tcp)
- *   mscclpp-plan draw FILE [--dot]            the plan step by step, or a graphviz graph
- *
- * --size is the per-rank input in bytes (reducescatter: the per-rank output). Checked
+ * run: --size is the per-rank input in bytes (reducescatter: the per-rank output). Checked
  * collectives: allreduce, allgather, reducescatter, alltoall, sendrecv (rank r sends to r+1),
  * broadcast (root 0); others only run. A reduction is checked against the plan's reduce_op, which
- * every reduce op of the plan must name alike (a plan without reduce ops: sum). */
+ * every reduce op of the plan must name alike (a plan without reduce ops: sum). Every command
+ * takes MSCCL XML algorithms too, converted in memory (as `convert` would). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +19,20 @@
 
 #include "algo/algo.h"
 #include "algo/verify.h"
+#include "cli.h"
+#include "pyrun.h"
 #include "exec/gpu/gpu.h"
 #include "plan/draw.h"
 #include "plan/plan.h"
-#include "plan/xml/xml.h"
+#include <mscclpp/msccl_xml.h>
 
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
 
 #define MAX_FILES 16
+#define MAX_SIZES 64
+#define TOOL "mscclpp-plan"
 
 struct opts {
   const char* file; /* the one being run */
@@ -54,14 +40,94 @@ struct opts {
   int nfiles;
   int n, gpu, iters, dtype, dot, ll8, hosts;
   int dtypes[ELEM_DTYPE_COUNT], ndtypes; /* --dtype, in the order given; dtype: the one being run */
-  char sizes[512];
+  uint64_t sizes[MAX_SIZES];
+  int nsizes;
   void* stream; /* GPU ranks: the calls' stream */
 };
 
-static int usage(void) {
-  fprintf(stderr, "usage: mscclpp-plan validate [--strict] [--json] FILE... | run FILE -n RANKS [--size B[,B...]] [--dtype T[,T...]|all] "
-                  "[--cpu|--gpu] [--ll8] [--iters N] [--hosts H] | draw FILE [--dot] | convert FILE.xml [-o OUT.json]\n");
-  return 2;
+static const struct cli_opt validate_opts[] = {
+    {"--strict", NULL, "an order-check finding fails the plan too (exit 1)"},
+    {"--json", NULL, "print every verdict as one JSON document instead of text"},
+    {"-h, --help", NULL, "this help"},
+    {NULL, NULL, NULL}};
+static const struct cli_opt run_opts[] = {
+    {"-n", "RANKS", "ranks to run on (required; started through mscclpp-run beside this program)"},
+    {"--size", "B[,B...]", "per-rank input sizes in bytes, each in turn (default 4K); K, M, G, T\n"
+                          "(powers of 1024, also KB, KiB, ...) are taken"},
+    {"--dtype", "T[,T...]|all", "datatypes, each in turn (default float; all: int8 .. f8e5m2)"},
+    {"--iters", "N", "calls per size, each on fresh inputs and checked (default 3)"},
+    {"--cpu", NULL, "CPU ranks (the default)"},
+    {"--gpu", NULL, "GPU ranks: one GPU per local rank, buffers from cudaMalloc, calls on a stream"},
+    {"--ll8", NULL, "LL plans with LL8 packets (GPU ranks)"},
+    {"--hosts", "H", "CPU rank r acts as a rank of host r % H (ranks of different hosts meet over tcp)"},
+    {"-h, --help", NULL, "this help"},
+    {NULL, NULL, NULL}};
+static const struct cli_opt draw_opts[] = {
+    {"-o, --output", "OUT", "write a picture: OUT.svg, OUT.png or OUT.pdf (lanes per rank and threadblock,\n"
+                           "ops in step order, transfers between lanes; needs Python with the mscclpp\n"
+                           "package and matplotlib: `pip install .[draw]`; $PYTHON picks the interpreter)"},
+    {"--max-ops", "N", "with -o: at most N ops per threadblock"},
+    {"--title", "TEXT", "with -o: the picture's title"},
+    {"--dot", NULL, "print a graphviz graph of the transfers, edges in step then rank order"},
+    {"-h, --help", NULL, "this help"},
+    {NULL, NULL, NULL}};
+static const struct cli_opt convert_opts[] = {
+    {"-o", "OUT.json", "write the plan here instead of stdout"},
+    {"-h, --help", NULL, "this help"},
+    {NULL, NULL, NULL}};
+static const struct cli_opt no_opts[] = {{"-h, --help", NULL, "this help"}, {NULL, NULL, NULL}};
+
+static const struct cli_help helps[] = {
+    {TOOL " validate", TOOL " validate [--strict] [--json] FILE...",
+     "Loads every plan and prints \"FILE: OK\" or why not (exit 1), then runs the order check\n"
+     "(mscclppPlanCheckOrder) and lists what it finds (\"FILE: order: ...\").", validate_opts, NULL},
+    {TOOL " run", TOOL " run FILE... -n RANKS [--size B[,B...]] [--dtype T[,T...]|all] [--cpu|--gpu] [--ll8]\n"
+                     "                        [--iters N] [--hosts H]",
+     "Runs the plans in turn on one communicator of RANKS ranks, checks every result against the\n"
+     "plan's collective and prints the mean time per call.", run_opts, NULL},
+    {TOOL " draw", TOOL " draw FILE [-o OUT.svg|OUT.png|OUT.pdf [--max-ops N] [--title TEXT] | --dot]",
+     "Without options: the plan step by step as text.", draw_opts, NULL},
+    {TOOL " convert", TOOL " convert FILE.xml [-o OUT.json]",
+     "Converts an MSCCL XML algorithm into an execution plan (JSON).", convert_opts, NULL},
+};
+
+static const struct cli_help main_help = {
+    TOOL, TOOL " COMMAND [OPTIONS] FILE...\n       " TOOL " COMMAND --help",
+    "Commands:\n"
+    "  validate   load plans and run the order check on them\n"
+    "  run        run plans on CPU or GPU ranks and check their results\n"
+    "  draw       print a plan step by step, draw it as a picture (-o) or as a graphviz graph (--dot)\n"
+    "  convert    convert an MSCCL XML algorithm into a plan\n"
+    "FILE is a plan (JSON) or an MSCCL XML algorithm (converted in memory).",
+    no_opts, NULL};
+
+/* The help of a command by name, or NULL. */
+static const struct cli_help* command_help(const char* cmd) {
+  for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+    if (!strcmp(helps[i].tool + strlen(TOOL) + 1, cmd)) return &helps[i];
+  return NULL;
+}
+
+/* Whether the file's first non-blank byte opens an XML element: an MSCCL algorithm. */
+static int is_xml(const char* path) {
+  FILE* f = fopen(path, "r");
+  int c = EOF;
+  if (f == NULL) return 0;
+  while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+  }
+  fclose(f);
+  return c == '<';
+}
+
+/* Loads a plan file, converting an MSCCL XML algorithm in memory. The library's error otherwise. */
+static mscclppResult_t load_plan(const char* path, mscclppPlan_t* p) {
+  if (!is_xml(path)) return mscclppPlanLoadFile(path, p);
+  char* json = NULL;
+  size_t len = 0;
+  mscclppResult_t r = mscclppMscclXmlToPlanJson(path, &json, &len);
+  if (r == mscclppSuccess) r = mscclppPlanLoadString(json, len, path, p);
+  free(json);
+  return r;
 }
 
 /* What validate found for one plan: load error (NULL: loaded), the order check's findings (one per
@@ -78,7 +144,7 @@ static void judge(struct verdict* v) {
   static char text[1 << 16];
   mscclppPlan_t p;
   v->text = text, text[0] = '\0', v->error[0] = v->skipped[0] = '\0', v->findings = v->double_by_check = 0;
-  if (mscclppPlanLoadFile(v->file, &p) != mscclppSuccess) {
+  if (load_plan(v->file, &p) != mscclppSuccess) {
     snprintf(v->error, sizeof(v->error), "%s", mscclppGetLastError());
     return;
   }
@@ -119,8 +185,9 @@ static int cmd_validate(int argc, char** argv) {
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!strcmp(argv[i], "--strict")) strict = 1;
     else if (!strcmp(argv[i], "--json")) as_json = 1;
-    else return usage();
+    else return cli_usage_error(TOOL " validate", "unknown option '%s'", argv[i]);
   }
+  if (i == argc) return cli_usage_error(TOOL " validate", "no plan FILE given");
   json_t* plans = json_array();
   for (; i < argc; i++) {
     struct verdict v = {.file = argv[i]};
@@ -142,16 +209,119 @@ static int cmd_validate(int argc, char** argv) {
   return bad;
 }
 
-static int cmd_draw(int argc, char** argv) {
-  if (argc < 1) return usage();
-  mscclppPlan_t p;
-  if (mscclppPlanLoadFile(argv[0], &p) != mscclppSuccess) {
-    fprintf(stderr, "%s\n", mscclppGetLastError());
-    return 1;
+/* The (step, from rank, to rank, threadblock) an edge line of plan_draw's dot output names, for
+ * sorting ("  rA -> rB [...label=\"tbT#S ..."); other lines give -1s. */
+struct dot_edge {
+  int step, from, to, tb;
+  char* line;
+};
+
+static struct dot_edge dot_edge_of(char* line) {
+  struct dot_edge e = {-1, -1, -1, -1, line};
+  const char* label = strstr(line, "label=\"tb");
+  if (sscanf(line, " r%d -> r%d", &e.from, &e.to) != 2 || label == NULL ||
+      sscanf(label, "label=\"tb%d#%d", &e.tb, &e.step) != 2)
+    e.from = -1;
+  return e;
+}
+
+static int dot_edge_cmp(const void* a, const void* b) {
+  const struct dot_edge *x = a, *y = b;
+  int k[4] = {x->step - y->step, x->from - y->from, x->to - y->to, x->tb - y->tb};
+  for (int i = 0; i < 4; i++)
+    if (k[i]) return k[i];
+  return strcmp(x->line, y->line);
+}
+
+/* plan_draw's dot graph with its edges sorted by step, then sending rank, receiving rank and
+ * threadblock (plan_draw lists them rank by rank): the same picture, in a stable, readable order. */
+static int print_dot(const struct mscclppPlan* p) {
+  char* text = NULL;
+  size_t len = 0;
+  FILE* mem = open_memstream(&text, &len);
+  if (mem == NULL) return cli_fail(TOOL, "out of memory");
+  plan_draw(mem, p, 1);
+  fclose(mem);
+  size_t n = 0, cap = 64;
+  struct dot_edge* edges = malloc(cap * sizeof(*edges));
+  for (char *save = NULL, *line = strtok_r(text, "\n", &save); line && edges; line = strtok_r(NULL, "\n", &save)) {
+    struct dot_edge e = dot_edge_of(line);
+    if (e.from < 0) {
+      if (strcmp(line, "}") != 0) puts(line);
+      continue;
+    }
+    if (n == cap) edges = realloc(edges, (cap *= 2) * sizeof(*edges));
+    if (edges) edges[n++] = e;
   }
-  plan_draw(stdout, p, argc > 1 && strcmp(argv[1], "--dot") == 0);
+  if (edges) qsort(edges, n, sizeof(*edges), dot_edge_cmp);
+  for (size_t i = 0; edges && i < n; i++) puts(edges[i].line);
+  puts("}");
+  int ok = edges != NULL;
+  free(edges);
+  free(text);
+  return ok ? 0 : cli_fail(TOOL, "out of memory");
+}
+
+/* A picture of the plan through `python -m mscclpp.draw` (an XML algorithm goes through a temporary
+ * JSON file). */
+static int draw_picture(const char* file, const char* const* extra, int nextra) {
+  char tmp[] = "/tmp/mscclpp-plan-draw-XXXXXX.json";
+  const char* json = file;
+  if (is_xml(file)) {
+    char* text = NULL;
+    size_t len = 0;
+    if (mscclppMscclXmlToPlanJson(file, &text, &len) != mscclppSuccess) return cli_fail(TOOL, "%s", cli_last_error());
+    int fd = mkstemps(tmp, 5);
+    FILE* f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    int ok = f && fwrite(text, 1, len, f) == len;
+    if (f) ok = fclose(f) == 0 && ok;
+    free(text);
+    if (!ok) return cli_fail(TOOL, "cannot write a temporary file for %s", file);
+    json = tmp;
+  }
+  const char* args[8] = {json};
+  int k = 1;
+  for (int i = 0; i < nextra && k < 8; i++) args[k++] = extra[i];
+  int rc = pyrun_module(TOOL " draw", "mscclpp.draw", args, k);
+  if (json == tmp) remove(tmp);
+  return rc;
+}
+
+static int cmd_draw(int argc, char** argv) {
+  const char* file = NULL;
+  const char* extra[6];
+  int nextra = 0, dot = 0, has_out = 0;
+  for (int i = 0; i < argc; i++) {
+    const char* a = argv[i];
+    int takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--max-ops") || !strcmp(a, "--title");
+    if (takes && i + 1 >= argc) return cli_usage_error(TOOL " draw", "%s needs a value", a);
+    if (takes) {
+      long long n = 0;
+      if (!strcmp(a, "--max-ops") && cli_parse_int(argv[i + 1], 1, 1 << 20, &n))
+        return cli_usage_error(TOOL " draw", "--max-ops must be a positive integer, got '%s'", argv[i + 1]);
+      has_out |= a[1] == 'o' || !strcmp(a, "--output");
+      extra[nextra++] = a, extra[nextra++] = argv[++i];
+    } else if (!strcmp(a, "--dot")) {
+      dot = 1;
+    } else if (a[0] == '-') {
+      return cli_usage_error(TOOL " draw", "unknown option '%s'", a);
+    } else if (file) {
+      return cli_usage_error(TOOL " draw", "one FILE at a time ('%s' and '%s')", file, a);
+    } else {
+      file = a;
+    }
+  }
+  if (!file) return cli_usage_error(TOOL " draw", "no plan FILE given");
+  if (dot && nextra) return cli_usage_error(TOOL " draw", "--dot prints text; it does not go with -o, --max-ops or --title");
+  if (nextra && !has_out) return cli_usage_error(TOOL " draw", "--max-ops and --title are for pictures (-o OUT)");
+  mscclppPlan_t p;
+  if (load_plan(file, &p) != mscclppSuccess) return cli_fail(TOOL, "%s", cli_last_error());
+  int rc = 0;
+  if (nextra) rc = draw_picture(file, extra, nextra);
+  else if (dot) rc = print_dot(p);
+  else plan_draw(stdout, p, 0);
   mscclppPlanDestroy(p);
-  return 0;
+  return rc;
 }
 
 /* --dtype's value: datatype names (elem_dtype_name), comma-separated, or "all". 0 or -1 (said why). */
@@ -167,36 +337,78 @@ static int parse_dtypes(const char* v, struct opts* o) {
     int dt = -1;
     for (int d = 0; d < ELEM_DTYPE_COUNT; d++)
       if (!strcmp(t, elem_dtype_name(d))) dt = d;
-    if (dt < 0) return fprintf(stderr, "unknown datatype %s\n", t), -1;
-    if (o->ndtypes == ELEM_DTYPE_COUNT) return fprintf(stderr, "--dtype %s: too many datatypes\n", v), -1;
+    if (dt < 0) {
+      char names[256] = "";
+      for (int d = 0; d < ELEM_DTYPE_COUNT; d++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", d ? ", " : "", elem_dtype_name(d));
+      return cli_usage_error(TOOL " run", "unknown datatype '%s' (one of %s, or all)", t, names), -1;
+    }
+    if (o->ndtypes == ELEM_DTYPE_COUNT) return cli_usage_error(TOOL " run", "--dtype %s: too many datatypes", v), -1;
     o->dtypes[o->ndtypes++] = dt;
   }
-  return o->ndtypes ? 0 : (fprintf(stderr, "--dtype: no datatype\n"), -1);
+  return o->ndtypes ? 0 : (cli_usage_error(TOOL " run", "--dtype: no datatype in '%s'", v), -1);
+}
+
+/* --size's value: sizes separated by commas, each > 0. 0 or -1 (said why). */
+static int parse_size_list(const char* v, struct opts* o) {
+  char list[1024], why[160];
+  snprintf(list, sizeof(list), "%s", v);
+  o->nsizes = 0;
+  for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    uint64_t b = 0;
+    if (cli_parse_size(t, &b, why, sizeof(why))) return cli_usage_error(TOOL " run", "--size: %s", why), -1;
+    if (b == 0) return cli_usage_error(TOOL " run", "--size: a size must be at least 1 byte, got '%s'", t), -1;
+    if (o->nsizes == MAX_SIZES) return cli_usage_error(TOOL " run", "--size: at most %d sizes", MAX_SIZES), -1;
+    o->sizes[o->nsizes++] = b;
+  }
+  return o->nsizes ? 0 : (cli_usage_error(TOOL " run", "--size: no size in '%s'", v), -1);
+}
+
+/* An integer option's value in [lo, hi] into *out. 0 or -1 (said why). */
+static int int_opt(const char* name, const char* v, int lo, int hi, int* out) {
+  long long x = 0;
+  if (cli_parse_int(v, lo, hi, &x)) return cli_usage_error(TOOL " run", "%s must be an integer in [%d, %d], got '%s'", name, lo, hi, v), -1;
+  *out = (int)x;
+  return 0;
+}
+
+/* One option of run at argv[*i] (its value after it); 0 or -1 (said why). */
+static int run_option(int argc, char** argv, int* i, struct opts* o) {
+  const char* a = argv[*i];
+  static const char* const flags[] = {"--cpu", "--gpu", "--ll8"};
+  for (int f = 0; f < 3; f++)
+    if (!strcmp(a, flags[f])) {
+      if (f < 2) o->gpu = f;
+      else o->ll8 = 1;
+      return 0;
+    }
+  int valued = !strcmp(a, "-n") || !strcmp(a, "--size") || !strcmp(a, "--iters") || !strcmp(a, "--hosts") || !strcmp(a, "--dtype");
+  if (!valued) return cli_usage_error(TOOL " run", "unknown option '%s'", a), -1;
+  if (*i + 1 >= argc) return cli_usage_error(TOOL " run", "%s needs a value", a), -1;
+  const char* v = argv[++*i];
+  if (!strcmp(a, "-n")) return int_opt("-n", v, 1, 1024, &o->n);
+  if (!strcmp(a, "--iters")) return int_opt("--iters", v, 1, 1000000, &o->iters);
+  if (!strcmp(a, "--hosts")) return int_opt("--hosts", v, 1, 1024, &o->hosts);
+  if (!strcmp(a, "--size")) return parse_size_list(v, o);
+  return parse_dtypes(v, o);
 }
 
 static int parse_run(int argc, char** argv, struct opts* o) {
   memset(o, 0, sizeof(*o));
   o->iters = 3, o->dtypes[0] = o->dtype = mscclppFloat32, o->ndtypes = 1;
-  snprintf(o->sizes, sizeof(o->sizes), "4096");
+  o->sizes[0] = 4096, o->nsizes = 1;
   for (int i = 0; i < argc; i++) {
-    const char* a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-n") && v) o->n = atoi(v), i++;
-    else if (!strcmp(a, "--size") && v) snprintf(o->sizes, sizeof(o->sizes), "%s", v), i++;
-    else if (!strcmp(a, "--iters") && v) o->iters = atoi(v), i++;
-    else if (!strcmp(a, "--cpu")) o->gpu = 0;
-    else if (!strcmp(a, "--gpu")) o->gpu = 1;
-    else if (!strcmp(a, "--ll8")) o->ll8 = 1;
-    else if (!strcmp(a, "--hosts") && v) o->hosts = atoi(v), i++;
-    else if (!strcmp(a, "--dtype") && v) {
-      if (parse_dtypes(v, o)) return -1;
-      i++;
-    } else if (o->nfiles < MAX_FILES && a[0] != '-') o->files[o->nfiles++] = a;
-    else return fprintf(stderr, "unknown argument %s\n", a), -1;
+    if (argv[i][0] == '-') {
+      if (run_option(argc, argv, &i, o)) return -1;
+    } else if (o->nfiles == MAX_FILES) {
+      return cli_usage_error(TOOL " run", "at most %d plan files", MAX_FILES), -1;
+    } else {
+      o->files[o->nfiles++] = argv[i];
+    }
   }
-  if (!o->nfiles || o->iters < 1) return -1;
-  if (o->ll8 && !o->gpu) return fprintf(stderr, "--ll8 is for GPU ranks (--gpu)\n"), -1;
-  if (o->hosts < 0 || (o->hosts && o->gpu)) return fprintf(stderr, "--hosts H (H >= 1) is for CPU ranks\n"), -1;
+  if (!o->nfiles) return cli_usage_error(TOOL " run", "no plan FILE given"), -1;
+  if (o->ll8 && !o->gpu) return cli_usage_error(TOOL " run", "--ll8 is for GPU ranks (--gpu)"), -1;
+  if (o->hosts && o->gpu) return cli_usage_error(TOOL " run", "--hosts is for CPU ranks"), -1;
   o->file = o->files[0];
   return 0;
 }
@@ -290,7 +502,7 @@ static double now_s(void) {
 #define TRY(call, what)                                                                  \
   do {                                                                                   \
     if ((call) != mscclppSuccess) {                                                      \
-      fprintf(stderr, "rank %d: %s: %s\n", rank, what, mscclppGetLastError());           \
+      fprintf(stderr, TOOL ": rank %d: %s: %s\n", rank, what, cli_last_error());           \
       return 1;                                                                          \
     }                                                                                    \
   } while (0)
@@ -362,7 +574,7 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
   if (S % es || (!strcmp(coll, "alltoall") && S % (es * (uint64_t)n)))
     return fprintf(stderr, "size %llu does not split into %s elements per rank\n", (unsigned long long)S,
                    elem_dtype_name(o->dtype)), 1;
-  if (make_bufs(plan, n, rank, S, &b)) return fprintf(stderr, "rank %d: no buffers for size %llu\n", rank,
+  if (make_bufs(plan, n, rank, S, &b)) return fprintf(stderr, TOOL ": rank %d: no buffers for size %llu\n", rank,
                                                        (unsigned long long)S), 1;
   int rc = dev_alloc(o, &b);
   *secs = 0;
@@ -374,22 +586,22 @@ static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o
       break;
     }
     if (mscclppBootstrapBarrier(comm) != mscclppSuccess) {
-      rc = fprintf(stderr, "rank %d: barrier: %s\n", rank, mscclppGetLastError()) > 0;
+      rc = fprintf(stderr, TOOL ": rank %d: barrier: %s\n", rank, cli_last_error()) > 0;
       break;
     }
     double t0 = now_s();
     if (call(comm, plan, o, &b) != mscclppSuccess) {
-      rc = fprintf(stderr, "rank %d: execute: %s\n", rank, mscclppGetLastError()) > 0;
+      rc = fprintf(stderr, TOOL ": rank %d: execute: %s\n", rank, cli_last_error()) > 0;
       break;
     }
     *secs += now_s() - t0;
     /* GPU ranks: peers may read our buffers until they are done too */
     if (dev_copy(&b, 0) || (b.dmem && mscclppBootstrapBarrier(comm) != mscclppSuccess)) {
-      rc = fprintf(stderr, "rank %d: after the call: %s\n", rank, mscclppGetLastError()) > 0;
+      rc = fprintf(stderr, TOOL ": rank %d: after the call: %s\n", rank, cli_last_error()) > 0;
       break;
     }
     size_t bad = check(coll, &spec, rank, S, es, &b);
-    if (bad) rc = fprintf(stderr, "rank %d: %s size %llu %s %s iteration %d: %zu wrong elements\n", rank, o->file,
+    if (bad) rc = fprintf(stderr, TOOL ": rank %d: %s size %llu %s %s iteration %d: %zu wrong elements\n", rank, o->file,
                           (unsigned long long)S, elem_dtype_name(o->dtype), reduce ? elem_op_name((enum elem_op)spec.op) : "",
                           it, bad) > 0;
   }
@@ -433,13 +645,11 @@ static int worker(struct opts* o) {
   TRY(mscclppCommInitFromEnv(&comm, &cfg), "communicator");
   mscclppCommRank(comm, &rank), mscclppCommSize(comm, &n);
   for (int i = 0; i < o->nfiles && !rc; i++)
-    if (mscclppPlanLoadFile(o->files[i], &plans[i]) != mscclppSuccess)
-      rc = fprintf(stderr, "rank %d: load: %s\n", rank, mscclppGetLastError()) > 0;
+    if (load_plan(o->files[i], &plans[i]) != mscclppSuccess)
+      rc = fprintf(stderr, TOOL ": rank %d: load: %s\n", rank, cli_last_error()) > 0;
   uint64_t seed = 1;
-  char sizes[512];
-  snprintf(sizes, sizeof(sizes), "%s", o->sizes);
-  for (char *save = NULL, *t = strtok_r(sizes, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
-    uint64_t S = strtoull(t, NULL, 0);
+  for (int si = 0; si < o->nsizes && !rc; si++) {
+    uint64_t S = o->sizes[si];
     for (int i = 0; i < o->nfiles && !rc; i++)
       for (int d = 0; d < o->ndtypes && !rc; d++) {
         double secs = 0;
@@ -479,19 +689,63 @@ static int launch(int argc, char** argv, const struct opts* o) {
   return 1;
 }
 
+/* Before starting ranks: every plan loads (else one error, not one per rank). */
+static int preflight(const struct opts* o) {
+  for (int i = 0; i < o->nfiles; i++) {
+    mscclppPlan_t p;
+    if (load_plan(o->files[i], &p) != mscclppSuccess) return cli_fail(TOOL, "%s", cli_last_error());
+    mscclppPlanDestroy(p);
+  }
+  return 0;
+}
+
 static int cmd_run(int argc, char** argv) {
   struct opts o;
-  if (parse_run(argc, argv, &o)) return usage();
+  if (parse_run(argc, argv, &o)) return 2;
   if (getenv("MSCCLPP_RANK")) return worker(&o);
-  if (o.n < 1) return usage();
+  if (o.n < 1) return cli_usage_error(TOOL " run", "-n RANKS is required");
+  if (preflight(&o)) return 1;
   return launch(argc, argv, &o);
 }
 
+/* convert FILE.xml [-o OUT.json]: the plan JSON on stdout or in OUT. */
+static int cmd_convert(int argc, char** argv) {
+  const char *in = NULL, *out = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "-o")) {
+      if (i + 1 >= argc) return cli_usage_error(TOOL " convert", "-o needs a file name");
+      out = argv[++i];
+    } else if (argv[i][0] == '-') {
+      return cli_usage_error(TOOL " convert", "unknown option '%s'", argv[i]);
+    } else if (in) {
+      return cli_usage_error(TOOL " convert", "one FILE.xml at a time ('%s' and '%s')", in, argv[i]);
+    } else {
+      in = argv[i];
+    }
+  }
+  if (!in) return cli_usage_error(TOOL " convert", "no FILE.xml given");
+  char* json = NULL;
+  size_t len = 0;
+  if (mscclppMscclXmlToPlanJson(in, &json, &len) != mscclppSuccess) return cli_fail(TOOL, "%s", cli_last_error());
+  FILE* f = out ? fopen(out, "w") : stdout;
+  int ok = f && fwrite(json, 1, len, f) == len && fputc('\n', f) != EOF;
+  if (f && out) ok = (fclose(f) == 0) && ok;
+  free(json);
+  return ok ? 0 : cli_fail(TOOL, "cannot write %s", out ? out : "stdout");
+}
+
 int main(int argc, char** argv) {
-  if (argc < 2) return usage();
+  cli_quiet_library_errors();
+  if (argc < 2) return cli_usage_error(TOOL, "no COMMAND given (validate, run, draw or convert)");
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    const struct cli_help* h = argc > 2 ? command_help(argv[2]) : NULL;
+    return cli_print_help(h ? h : &main_help), 0;
+  }
+  const struct cli_help* h = command_help(argv[1]);
+  if (h == NULL) return cli_usage_error(TOOL, "unknown command '%s' (validate, run, draw or convert)", argv[1]);
+  if (cli_wants_help(argc - 1, argv + 1)) return cli_print_help(h), 0;
   if (!strcmp(argv[1], "validate")) return cmd_validate(argc - 2, argv + 2);
   if (!strcmp(argv[1], "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(argv[1], "draw")) return cmd_draw(argc - 2, argv + 2);
-  if (!strcmp(argv[1], "convert")) return xml_convert_main(argc - 1, argv + 1);
-  return usage();
+  return cmd_convert(argc - 2, argv + 2);
 }

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
+
 #define MAX_RANKS 1024
 
 struct options {
@@ -32,25 +34,37 @@ struct options {
   char** argv; /* PROGRAM ARGS... */
 };
 
-static void usage(void) {
-  fprintf(stderr, "usage: mscclpp-run -n N [--port P] [--host H] [--grace SECONDS] [--] PROGRAM [ARGS...]\n");
-  exit(2);
-}
+static const struct cli_opt run_opts[] = {
+    {"-n, --np", "N", "number of ranks (processes) to start, 1..1024 (required)"},
+    {"--port", "P", "the bootstrap root's port (MSCCLPP_MASTER_PORT); default: one free on 127.0.0.1"},
+    {"--host", "H", "the bootstrap root's address (MSCCLPP_MASTER_ADDR); default 127.0.0.1"},
+    {"--grace", "SECONDS", "after a rank fails, how long the others may run before they are killed\n"
+                          "(0..86400, default 10)"},
+    {"--", NULL, "ends the options: what follows is PROGRAM and its arguments"},
+    {"-h, --help", NULL, "this help"},
+    {NULL, NULL, NULL}};
 
-/* Parses a decimal integer in [lo, hi] or exits with usage. */
+static const struct cli_help run_help = {
+    "mscclpp-run", "mscclpp-run -n N [--port P] [--host H] [--grace SECONDS] [--] PROGRAM [ARGS...]",
+    "Starts N copies of PROGRAM on this host with MSCCLPP_RANK, MSCCLPP_WORLD_SIZE, MSCCLPP_LOCAL_RANK,\n"
+    "MSCCLPP_LOCAL_WORLD_SIZE, MSCCLPP_MASTER_ADDR and MSCCLPP_MASTER_PORT set (what\n"
+    "mscclppCommInitFromEnv reads). SIGINT and SIGTERM are passed on to the ranks.",
+    run_opts,
+    "Exit status: 0 when every rank succeeded, 77 when every rank exited 77 (skipped), else the\n"
+    "worst rank's (128+S for a rank killed by signal S); 2 for a bad command line."};
+
+/* Parses a decimal integer in [lo, hi] or exits 2 naming the option and the value. */
 static int parse_int(const char* what, const char* s, int lo, int hi) {
-  char* end = NULL;
-  errno = 0;
-  long v = s ? strtol(s, &end, 10) : 0;
-  if (!s || errno || end == s || *end || v < lo || v > hi) {
-    fprintf(stderr, "mscclpp-run: %s must be an integer in [%d, %d], got \"%s\"\n", what, lo, hi, s ? s : "");
-    usage();
-  }
+  long long v = 0;
+  if (!s) exit(cli_usage_error("mscclpp-run", "%s needs a value", what));
+  if (cli_parse_int(s, lo, hi, &v) != 0)
+    exit(cli_usage_error("mscclpp-run", "%s must be an integer in [%d, %d], got '%s'", what, lo, hi, s));
   return (int)v;
 }
 
 static void parse_args(int argc, char** argv, struct options* o) {
   o->n = 0, o->port = 0, o->grace_s = 10, o->host = "127.0.0.1";
+  if (cli_wants_help(argc, argv)) exit((cli_print_help(&run_help), 0));
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char* a = argv[i];
@@ -59,22 +73,20 @@ static void parse_args(int argc, char** argv, struct options* o) {
       i++;
       break;
     } else if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0) {
-      o->n = parse_int("-n", v, 1, MAX_RANKS), i++;
+      o->n = parse_int(a, v, 1, MAX_RANKS), i++;
     } else if (strcmp(a, "--port") == 0) {
-      o->port = parse_int("--port", v, 1, 65535), i++;
+      o->port = parse_int(a, v, 1, 65535), i++;
     } else if (strcmp(a, "--host") == 0) {
-      if (!v) usage();
+      if (!v || !*v) exit(cli_usage_error("mscclpp-run", "--host needs an address"));
       o->host = v, i++;
     } else if (strcmp(a, "--grace") == 0) {
-      o->grace_s = parse_int("--grace", v, 0, 86400), i++;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage();
+      o->grace_s = parse_int(a, v, 0, 86400), i++;
     } else {
-      fprintf(stderr, "mscclpp-run: unknown option %s\n", a);
-      usage();
+      exit(cli_usage_error("mscclpp-run", "unknown option '%s'", a));
     }
   }
-  if (o->n == 0 || i >= argc) usage();
+  if (o->n == 0) exit(cli_usage_error("mscclpp-run", "-n N (the number of ranks) is required"));
+  if (i >= argc) exit(cli_usage_error("mscclpp-run", "no PROGRAM to run"));
   o->argv = argv + i;
 }
 
@@ -146,13 +158,7 @@ static int reap(struct child* c, int n, int* left) {
       if (c[i].pid != pid || c[i].done) continue;
       c[i].done = 1, (*left)--;
       c[i].code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (c[i].code != 0) {
-        failed++;
-        if (WIFSIGNALED(status))
-          fprintf(stderr, "mscclpp-run: rank %d (pid %d) was killed by signal %d\n", i, (int)pid, WTERMSIG(status));
-        else if (c[i].code != 77)
-          fprintf(stderr, "mscclpp-run: rank %d (pid %d) exited with status %d\n", i, (int)pid, c[i].code);
-      }
+      if (c[i].code != 0) failed++;
     }
   }
   return failed;
@@ -179,6 +185,24 @@ static void supervise(struct child* c, int n, int grace_s, const sigset_t* set) 
       kill_all(c, n, sig);
       if (kill_at < 0) kill_at = now_s() + grace_s;
     }
+  }
+}
+
+/* One line per exit status that ranks failed with ("ranks 0, 2 exited with status 1"), the ranks
+ * the launcher killed left out: a failure that every rank shares shows once. */
+static void report_failures(const struct child* c, int n) {
+  for (int i = 0; i < n; i++) {
+    int code = c[i].code, first = 1;
+    if (code == 0 || code == 77 || c[i].reaped_by_us) continue;
+    for (int j = 0; j < i && first; j++) first = !(c[j].code == code && !c[j].reaped_by_us);
+    if (!first) continue;
+    char list[256] = "";
+    int count = 0;
+    for (int j = i; j < n; j++)
+      if (c[j].code == code && !c[j].reaped_by_us && strlen(list) + 16 < sizeof(list))
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", count++ ? ", " : "", j);
+    if (code > 128) fprintf(stderr, "mscclpp-run: rank%s %s killed by signal %d\n", count > 1 ? "s" : "", list, code - 128);
+    else fprintf(stderr, "mscclpp-run: rank%s %s exited with status %d\n", count > 1 ? "s" : "", list, code);
   }
 }
 
@@ -219,6 +243,7 @@ int main(int argc, char** argv) {
   fflush(NULL);
   for (int i = 0; i < o.n; i++) c[i].pid = spawn(&o, i, &orig);
   supervise(c, o.n, o.grace_s, &set);
+  report_failures(c, o.n);
   int status = worst_status(c, o.n);
   free(c);
   return status;

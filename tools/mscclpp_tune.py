@@ -15,17 +15,26 @@ then take the fastest of the other algorithms (--no-captured leaves them out).
 
   mscclpp-tune.py -n 4 [--kind gpu] [--collectives allreduce,allgather] [-b 8 -e 256M -f 4]
                   [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--bin DIR] [--update tuning/algo.tsv]
+
+A run that fails is not printed in full: at the end one line says how many failed, the first
+failure's last line of output, and the log file that holds all their output; the exit status is
+then 1 (the rules of what ran are still printed and written). A bad option or value exits 2.
 """
 import argparse
 import datetime
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 
 UNITS = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")]
+COLLECTIVES = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"]
+DTYPES = ["int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3",
+          "f8e5m2"]
+SIZE_RE = re.compile(r"^[0-9]+([kmgt](i?b)?|b)?$", re.IGNORECASE)
 
 
 def fmt_bytes(n):
@@ -131,8 +140,25 @@ def algorithms(bindir, coll, kind):
             if len(f) in (3, 4) and f[1] == coll and f[2] == kind]
 
 
-def measure(args, coll, algo):
-    """{bytes: out-of-place us} of one forced algorithm (empty when the run failed)."""
+class Failures:
+    """Runs that failed: counted, the first one's last line kept, all output appended to a log."""
+
+    def __init__(self, path):
+        self.path, self.count, self.first = path, 0, None
+
+    def add(self, what, output):
+        self.count += 1
+        lines = [l for l in output.splitlines() if l.strip()]
+        own = [l for l in lines if l.startswith("mscclpp-perf:")]  # the rank's words, not the launcher's
+        if self.first is None:
+            self.first = "%s: %s" % (what, (own or lines or ["no output"])[0 if own else -1])
+        with open(self.path, "a") as f:
+            f.write("== %s\n%s\n" % (what, output))
+
+
+def measure(args, coll, algo, failures):
+    """{bytes: out-of-place us} of one forced algorithm (empty when the run failed, which failures
+    records)."""
     with tempfile.TemporaryDirectory() as tmp:
         js = os.path.join(tmp, "perf.json")
         cmd = [os.path.join(args.bin, "mscclpp-run"), "-n", str(args.nranks), os.path.join(args.bin, "mscclpp-perf"),
@@ -141,38 +167,82 @@ def measure(args, coll, algo):
         if args.kind == "gpu":
             cmd += ["-G", str(args.graphs)]
         env = dict(os.environ, MSCCLPP_ALGO=algo)
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        what = "%s with %s" % (coll, algo)
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired as e:
+            failures.add(what, "timed out after %d s\n%s" % (args.timeout, e.stderr or ""))
+            return {}
         if r.returncode != 0 or not os.path.exists(js):
-            sys.stderr.write("mscclpp-tune: %s with %s failed (exit %d):\n%s\n" % (coll, algo, r.returncode, r.stderr[-2000:]))
+            failures.add(what, "exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
             return {}
         with open(js) as f:
             doc = json.load(f)
     return {row["bytes"]: row["out_of_place"]["time_us"] for row in doc["rows"] if row.get("impl", "mscclpp") == "mscclpp"}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-n", "--nranks", type=int, required=True)
-    ap.add_argument("--kind", choices=["gpu", "cpu"], default="gpu")
-    ap.add_argument("--collectives", default="allreduce,allgather,reducescatter,broadcast,reduce,alltoall")
-    ap.add_argument("-b", default="8")
-    ap.add_argument("-e", default="256M")
-    ap.add_argument("-f", type=int, default=4)
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--graphs", type=int, default=10)
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: "mscclpp-tune: <what was wrong> (... --help ...)", exit 2."""
+
+    def error(self, message):
+        sys.stderr.write("%s: %s (%s --help lists the options)\n" % (self.prog, message, self.prog))
+        sys.exit(2)
+
+
+def parse_args(argv=None):
+    """The command line, checked: a bad collective, datatype, size or count exits 2 naming it."""
+    ap = Parser(prog="mscclpp-tune", description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[1:]))
+    ap.add_argument("-n", "--nranks", type=int, required=True, help="ranks to tune for (started with mscclpp-run)")
+    ap.add_argument("--kind", choices=["gpu", "cpu"], default="gpu", help="rank kind (default gpu)")
+    ap.add_argument("--collectives", default="allreduce,allgather,reducescatter,broadcast,reduce,alltoall",
+                    help="comma list of collectives to tune, of: " + ", ".join(COLLECTIVES) + " (default: all but sendrecv)")
+    ap.add_argument("-b", default="8", help="smallest size (K, M, G taken; default 8)")
+    ap.add_argument("-e", default="256M", help="largest size (default 256M)")
+    ap.add_argument("-f", type=int, default=4, help="size factor from one size to the next (default 4)")
+    ap.add_argument("--iters", type=int, default=20, help="timed calls per size (default 20)")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed calls before them (default 5)")
+    ap.add_argument("--graphs", type=int, default=10, help="GPU ranks: CUDA graph replays per size (default 10)")
     ap.add_argument("--dtype", help="tune for this datatype alone (mscclpp-perf's name, e.g. half)")
     ap.add_argument("--no-captured", action="store_true", help="leave the captured-only algorithms out")
-    ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("--bin", default=os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--update", metavar="TABLE")
-    args = ap.parse_args()
+    ap.add_argument("--timeout", type=int, default=300, help="seconds one mscclpp-perf run may take (default 300)")
+    ap.add_argument("--bin", default=os.path.dirname(os.path.abspath(__file__)),
+                    help="directory of mscclpp-run, mscclpp-perf and mscclpp-info (default: this script's)")
+    ap.add_argument("--update", metavar="TABLE", help="write the rules into this algo.tsv")
+    ap.add_argument("--log", help="file for the output of failed runs (default: a new file in the temp directory)")
+    args = ap.parse_args(argv)
+    colls = [c for c in args.collectives.split(",") if c]
+    bad = [c for c in colls if c not in COLLECTIVES]
+    if bad or not colls:
+        ap.error("unknown collective %s in --collectives (valid: %s)" % (", ".join(repr(c) for c in bad) or "(none)",
+                                                                          ", ".join(COLLECTIVES)))
+    args.collective_list = colls
+    if args.dtype is not None and args.dtype not in DTYPES:
+        ap.error("unknown datatype %r in --dtype (valid: %s)" % (args.dtype, ", ".join(DTYPES)))
+    for opt in ("b", "e"):
+        if not SIZE_RE.match(getattr(args, opt)):
+            ap.error("-%s %r is not a size (a number of bytes, optionally with K, M, G)" % (opt, getattr(args, opt)))
+    for opt, low in (("nranks", 1), ("f", 2), ("iters", 1), ("warmup", 0), ("graphs", 0), ("timeout", 1)):
+        if getattr(args, opt) < low:
+            ap.error("--%s must be at least %d, got %d" % (opt.replace("_", "-"), low, getattr(args, opt)))
+    if args.update and not os.path.isfile(args.update):
+        ap.error("--update %s: no such table" % args.update)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     text = open(args.update).read() if args.update else None
     stamp = "%s on %s" % (datetime.date.today().isoformat(), socket.gethostname())
-    for coll in args.collectives.split(","):
+    log = args.log or tempfile.NamedTemporaryFile(prefix="mscclpp-tune-", suffix=".log", delete=False).name
+    failures = Failures(log)
+    runs = 0
+    for coll in args.collective_list:
         algos = [(a, c) for a, c in algorithms(args.bin, coll, args.kind) if not (c and args.no_captured)]
         captured_only = {a for a, c in algos if c}
-        times = {a: measure(args, coll, a) for a, _ in algos}
+        runs += len(algos)
+        times = {a: measure(args, coll, a, failures) for a, _ in algos}
         times = {a: t for a, t in times.items() if t}
         eager = {a: t for a, t in times.items() if a not in captured_only}
         if not eager:
@@ -190,7 +260,14 @@ def main():
     if args.update:
         with open(args.update, "w") as f:
             f.write(text)
+    if failures.count:
+        sys.stderr.write("mscclpp-tune: %d of %d runs failed; the first: %s (the output of every failed run is in %s)\n"
+                         % (failures.count, runs, failures.first, log))
+        return 1
+    if not args.log:
+        os.unlink(log)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -30,28 +30,37 @@ static FILE* log_file;
 static char log_host[64];
 static _Atomic(mscclppLogHandler_t) log_handler;
 static atomic_int log_rank = -1;
+static int log_level_explicit;             /* MSCCLPP_LOG_LEVEL (or MSCCLPP_DEBUG) named a level */
+static atomic_int log_error_echo = 1;      /* see log_echo_errors */
 
-static log_level_t parse_level(const char* s) {
-  static const struct {
-    const char* name;
-    log_level_t level;
-  } table[] = {{"none", LOG_NONE}, {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"info", LOG_INFO},
-               {"debug", LOG_DEBUG}, {"trace", LOG_TRACE}, {"version", LOG_WARN}, {"abort", LOG_ERROR}};
-  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-    if (strcasecmp(s, table[i].name) == 0) return table[i].level;
-  return LOG_WARN;
+static const struct {
+  const char* name;
+  log_level_t level;
+} level_table[] = {{"none", LOG_NONE}, {"error", LOG_ERROR}, {"warn", LOG_WARN},    {"info", LOG_INFO},
+                   {"debug", LOG_DEBUG}, {"trace", LOG_TRACE}, {"version", LOG_WARN}, {"abort", LOG_ERROR}};
+
+/* The level a name gives (case-insensitive), or -1 for an unknown name. */
+static int parse_level(const char* s) {
+  for (size_t i = 0; i < sizeof(level_table) / sizeof(level_table[0]); i++)
+    if (strcasecmp(s, level_table[i].name) == 0) return (int)level_table[i].level;
+  return -1;
 }
 
-/* "a,b,c" -> mask; "^a,b" -> everything but a and b. Unknown names are ignored. */
-static int parse_subsys(const char* s) {
+/* "a,b,c" -> mask; "^a,b" -> everything but a and b. The first unknown name (if any) is copied to
+ * bad (len bytes) and skipped. */
+static int parse_subsys(const char* s, char* bad, size_t len) {
   int invert = (s[0] == '^');
   int mask = 0;
   char buf[256];
   snprintf(buf, sizeof(buf), "%s", s + invert);
   char* save = NULL;
-  for (char* tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+  for (char* tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int bit = 0;
     for (size_t i = 0; i < sizeof(subsys_names) / sizeof(subsys_names[0]); i++)
-      if (strcasecmp(tok, subsys_names[i].name) == 0) mask |= subsys_names[i].bit;
+      if (strcasecmp(tok, subsys_names[i].name) == 0) bit = subsys_names[i].bit;
+    if (bit == 0 && !bad[0]) snprintf(bad, len, "%s", tok);
+    mask |= bit;
+  }
   return invert ? (LOG_SUB_ALL & ~mask) : mask;
 }
 
@@ -76,17 +85,40 @@ static FILE* open_log_file(const char* pattern) {
   return f;
 }
 
+/* The first of two environment variables that is set (its name in *which), or NULL. */
+static const char* env2(const char* a, const char* b, const char** which) {
+  const char* v = getenv(a);
+  *which = v ? a : b;
+  return v ? v : getenv(b);
+}
+
+/* A warning about the logger's own settings, written while log_once runs (log_msg would wait on
+ * it): straight to the log file or stderr, in log_msg's layout. */
+static void log_init_warn(const char* var, const char* value, const char* valid, const char* used) {
+  fprintf(log_file ? log_file : stderr, "%s:%d:%ld [%d] WARN init %s=\"%s\" is not one of %s; using %s\n", log_host,
+          (int)getpid(), (long)syscall(SYS_gettid), atomic_load(&log_rank), var, value, valid, used);
+}
+
 static void log_init(void) {
   gethostname(log_host, sizeof(log_host) - 1);
-  const char* level = getenv("MSCCLPP_LOG_LEVEL");
-  if (!level) level = getenv("MSCCLPP_DEBUG");
-  if (level) log_level = parse_level(level);
-  const char* subsys = getenv("MSCCLPP_LOG_SUBSYS");
-  if (!subsys) subsys = getenv("MSCCLPP_DEBUG_SUBSYS");
-  if (subsys) log_subsys = parse_subsys(subsys);
-  const char* file = getenv("MSCCLPP_LOG_FILE");
-  if (!file) file = getenv("MSCCLPP_DEBUG_FILE");
-  if (file) log_file = open_log_file(file);
+  const char *lvar, *svar, *fvar;
+  const char* level = env2("MSCCLPP_LOG_LEVEL", "MSCCLPP_DEBUG", &lvar);
+  const char* subsys = env2("MSCCLPP_LOG_SUBSYS", "MSCCLPP_DEBUG_SUBSYS", &svar);
+  const char* file = env2("MSCCLPP_LOG_FILE", "MSCCLPP_DEBUG_FILE", &fvar);
+  if (file && *file) log_file = open_log_file(file);
+  int parsed = level && *level ? parse_level(level) : (int)LOG_WARN;
+  log_level_explicit = level && *level && parsed >= 0;
+  if (parsed >= 0) log_level = (log_level_t)parsed;
+  else log_init_warn(lvar, level, "none, error, warn, info, debug, trace (NCCL's VERSION, ABORT too)", "warn");
+  if (subsys && *subsys) {
+    char bad[64] = "";
+    log_subsys = parse_subsys(subsys, bad, sizeof(bad));
+    if (bad[0]) log_init_warn(svar, bad, "init, bootstrap, transport, mem, net, proxy, exec, algo, all (a leading ^ excludes)",
+                              "the others named");
+  }
+  if (file && *file && !log_file)
+    fprintf(stderr, "%s:%d WARN init %s=\"%s\": cannot open it for appending; logging to stderr\n", log_host,
+            (int)getpid(), fvar, file);
 }
 
 int log_enabled(log_level_t level, int subsys) {
@@ -102,6 +134,7 @@ static const char* subsys_name(int subsys) {
 
 void log_msg(log_level_t level, int subsys, const char* fmt, ...) {
   if (!log_enabled(level, subsys)) return;
+  if (subsys == LOG_SUB_ALL && level == LOG_WARN && !atomic_load(&log_error_echo) && !log_level_explicit) return;
   char line[1536];
   int n = snprintf(line, sizeof(line), "%s:%d:%ld [%d] %s %s ", log_host, (int)getpid(), (long)syscall(SYS_gettid),
                    atomic_load(&log_rank), level_names[level], subsys_name(subsys));
@@ -118,6 +151,11 @@ void log_msg(log_level_t level, int subsys, const char* fmt, ...) {
 }
 
 void log_set_rank(int rank) { atomic_store(&log_rank, rank); }
+
+void log_echo_errors(int on) {
+  pthread_once(&log_once, log_init); /* the settings are checked (and warned about) now */
+  atomic_store(&log_error_echo, on);
+}
 
 void mscclppDefaultLogHandler(const char* msg) {
   pthread_once(&log_once, log_init);

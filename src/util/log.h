@@ -1,9 +1,11 @@
-/* log.h - leveled, per-subsystem logging configured from the environment.
+/* log.h - leveled, per-subsystem logging configured from the environment (docs/parameters.md):
  *   MSCCLPP_LOG_LEVEL  none|error|warn|info|debug|trace (default warn); MSCCLPP_DEBUG is accepted
  *                      too, with NCCL's names (VERSION, WARN, INFO, TRACE)
  *   MSCCLPP_LOG_SUBSYS comma list of subsystems (init,bootstrap,transport,mem,net,proxy,exec,algo,
  *                      all); a leading ^ excludes the listed ones. MSCCLPP_DEBUG_SUBSYS is an alias.
- *   MSCCLPP_LOG_FILE   write here instead of stderr; %h becomes the host name, %p the pid. */
+ *   MSCCLPP_LOG_FILE   write here instead of stderr; %h becomes the host name, %p the pid.
+ * An unknown level or subsystem name is warned about (naming the valid ones) and left out; an
+ * unknown level means warn. params.def lists the three for mscclpp-info and docs/parameters.md. */
 #ifndef MPP_UTIL_LOG_H_
 #define MPP_UTIL_LOG_H_
 
@@ -30,6 +32,12 @@ void log_msg(log_level_t level, int subsys, const char* fmt, ...) __attribute__(
 
 /* The rank shown in log lines of this process (-1: none yet). */
 void log_set_rank(int rank);
+
+/* Whether the WARN line that err_set writes for every recorded error (subsystem "all") is written
+ * (default 1). A program that prints mscclppGetLastError() itself passes 0 so that each error
+ * shows once; a level the user set in MSCCLPP_LOG_LEVEL (or MSCCLPP_DEBUG) keeps the lines. The
+ * logger reads (and warns about) its settings now if it has not yet. */
+void log_echo_errors(int on);
 
 #define LOG_WARN_(sub, ...) log_msg(LOG_WARN, (sub), __VA_ARGS__)
 #define LOG_INFO_(sub, ...)                                           \

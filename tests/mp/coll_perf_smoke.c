@@ -51,21 +51,34 @@ static void note_name(char* list, size_t len, const char* name) {
   if (strstr(list, key) == NULL) snprintf(list + strlen(list), len - strlen(list), "%s ", name);
 }
 
+/* Half a unit in the last printed place of a number column ("12.34": 0.005, "123": 0.5; exponent
+ * notation "1.2e+05": half a unit of its mantissa's last digit, scaled). */
+static double half_ulp(const char* s) {
+  const char* e = strpbrk(s, "eE");
+  const char* dot = strchr(s, '.');
+  int decimals = dot ? (int)((e ? e : s + strlen(s)) - dot - 1) : 0;
+  return 0.5 * pow(10.0, -decimals) * (e ? pow(10.0, atof(e + 1)) : 1.0);
+}
+
 /* One placement's time, algbw and busbw columns (t, a, b) against each other: algbw is the size
- * over the time and busbw is algbw times the factor, each to the rounding of the printed digits. */
+ * over the time and busbw is algbw times the factor, each to the rounding of the printed digits
+ * (nccl-tests' 2 decimals, fewer where the column is too narrow). */
 static void check_bw(const char* coll, int nranks, double bytes, const char* t, const char* a, const char* b,
                      const char* line) {
   if (strcmp(t, "N/A") == 0) return;
   double time_us = atof(t), algbw = atof(a), busbw = atof(b), f = bus_factor(coll, nranks);
-  /* The time is printed to 0.01 us, so the true one lies within 0.005 of it, and algbw (printed to
-   * 0.001) lies between the bandwidths of those two ends, give or take 0.0005. */
+  double ut = half_ulp(t), ua = half_ulp(a), ub = half_ulp(b);
+  /* The true time lies within ut of the printed one, and algbw between the bandwidths of those
+   * two ends, give or take its own rounding ua. */
   double want_alg = bytes / (time_us * 1e3); /* GB/s */
-  double lo = bytes / ((time_us + 0.005) * 1e3) - 0.0005 - 1e-9;
-  double hi = time_us > 0.005 ? bytes / ((time_us - 0.005) * 1e3) + 0.0005 + 1e-9 : HUGE_VAL;
-  double tol_bus = 0.0005 + 0.0005 * f + 1e-9;
+  double lo = bytes / ((time_us + ut) * 1e3) - ua - 1e-9;
+  double hi = time_us > ut ? bytes / ((time_us - ut) * 1e3) + ua + 1e-9 : HUGE_VAL;
+  double tol_bus = ub + ua * f + 1e-9;
   CHECK_MSG(algbw >= lo && algbw <= hi, "%s: algbw %s is not size/time %.4f (%.4f..%.4f): %s", coll, a, want_alg, lo,
             hi, line);
   CHECK_MSG(fabs(busbw - algbw * f) <= tol_bus, "%s: busbw %s is not algbw x %.4f = %.4f: %s", coll, b, f, algbw * f, line);
+  CHECK_MSG(!strchr(t, '.') || strlen(strchr(t, '.')) == 3 || (strlen(t) == 7 && strlen(strchr(t, '.')) == 2),
+            "%s: time %s has not 2 decimals (fewer only where 7 columns are too few): %s", coll, t, line);
 }
 
 /* |got - want| within 1e-7 of want (the json's 9 significant digits, after one division). */
@@ -191,6 +204,8 @@ int main(int argc, char** argv) {
   CHECK_MSG(capture(cmd, out, sizeof(out)) == 2 && strstr(out, "unknown op 'mul'"), "bad op: %s", out);
   snprintf(cmd, sizeof(cmd), "%s allreduce -b 1X 2>&1", perf_tool);
   CHECK_MSG(capture(cmd, out, sizeof(out)) == 2 && strstr(out, "is not a size"), "bad size: %s", out);
+  snprintf(cmd, sizeof(cmd), "%s allreduce -g 2 2>&1", perf_tool);
+  CHECK_MSG(capture(cmd, out, sizeof(out)) == 2 && strstr(out, "-g 2: not supported"), "-g 2: %s", out);
   printf("coll_perf_smoke: OK\n");
   return 0;
 }
