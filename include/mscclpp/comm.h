@@ -58,8 +58,12 @@ mscclppResult_t mscclppCommInitRankConfig(mscclppComm_t* comm, int nranks, msccl
 /* Creates the communicator from what a launcher put in the environment: rank and size from
  * RANK/WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK/SIZE (Open MPI), PMI_RANK/PMI_SIZE (MPICH),
  * SLURM_PROCID/SLURM_NTASKS (Slurm) or MSCCLPP_RANK/MSCCLPP_WORLD_SIZE; the root from
- * MSCCLPP_MASTER_ADDR/MSCCLPP_MASTER_PORT, else MASTER_ADDR/MASTER_PORT. Local rank (for the
- * default device) from LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID. */
+ * MSCCLPP_MASTER_ADDR/MSCCLPP_MASTER_PORT, else MASTER_ADDR/MASTER_PORT. Under torchrun (its
+ * agent's store at MASTER_ADDR:MASTER_PORT) without MSCCLPP_MASTER_PORT, rank 0 starts the root
+ * on a free port and the ranks exchange its id through torchrun's store, never binding MASTER_PORT;
+ * a rank 0 that cannot start its root makes every rank fail at once. Every rank must make its
+ * inits from the environment in the same order. Local rank (for the default device) from
+ * LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID. */
 mscclppResult_t mscclppCommInitFromEnv(mscclppComm_t* comm, const mscclppConfig_t* config);
 
 mscclppResult_t mscclppCommRank(mscclppComm_t comm, int* rank);

@@ -69,10 +69,20 @@ void bootstrap_destroy(struct bootstrap* b);
 /* What launchers put in the environment (see mscclppCommInitFromEnv). */
 struct launch_env {
   int rank, nranks, local_rank; /* local_rank -1 when no launcher said */
-  char root[300];               /* "host:port" */
+  char root[300];               /* "host:port": the bootstrap root's, or the launcher's store */
+  int via_store;                /* 1: root is torchrun's TCPStore, the id goes through it */
 };
 /* Reads rank, size, local rank and root address from the first launcher whose variables are set.
- * A missing or malformed variable is InvalidUsage naming it. */
+ * Under torchrun with its agent's store (TORCHELASTIC_USE_AGENT_STORE=True) and no
+ * MSCCLPP_MASTER_PORT, MASTER_ADDR:MASTER_PORT is that store: via_store is set. A missing or
+ * malformed variable is InvalidUsage naming it. */
 mscclppResult_t launch_env_read(struct launch_env* env);
+
+/* The unique id of an init from env->via_store's store: rank 0 makes one (bootstrap_unique_id: a
+ * root on a free port of this host, a random secret) and publishes it, or publishes why it could
+ * not, which every other rank then reports at once; the others wait for it (bootstrap timeout).
+ * Every rank must make its inits from the environment in the same order (the n-th init of every
+ * rank meets the n-th of the others). */
+mscclppResult_t launch_store_id(const struct launch_env* env, mscclppUniqueId* id);
 
 #endif /* MPP_BOOTSTRAP_BOOTSTRAP_H_ */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bootstrap/bootstrap.h"
 #include "util/err.h"
@@ -41,7 +42,7 @@ static mscclppResult_t env_int(const char* name, long lo, long hi, int* out) {
   return mscclppSuccess;
 }
 
-static mscclppResult_t read_ranks(struct launch_env* e) {
+static mscclppResult_t read_ranks(struct launch_env* e, const struct launcher** which) {
   const struct launcher* l = NULL;
   for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]) && !l; i++)
     if (env(launchers[i].rank)) l = &launchers[i];
@@ -53,7 +54,17 @@ static mscclppResult_t read_ranks(struct launch_env* e) {
   MPP_CHECK(env_int(l->rank, 0, e->nranks - 1, &e->rank));
   e->local_rank = -1;
   if (env(l->local_rank)) MPP_CHECK(env_int(l->local_rank, 0, e->nranks - 1, &e->local_rank));
+  *which = l;
   return mscclppSuccess;
+}
+
+/* Whether MASTER_ADDR:MASTER_PORT is torchrun's store: torchrun started this process (its
+ * launcher entry won) and says its agent serves the store, and MSCCLPP_MASTER_PORT does not name a
+ * port of our own. */
+static int torchrun_store(const struct launcher* l) {
+  const char* agent = env("TORCHELASTIC_USE_AGENT_STORE");
+  return l != NULL && strcmp(l->name, "torchrun") == 0 && agent != NULL &&
+         (strcasecmp(agent, "true") == 0 || strcmp(agent, "1") == 0) && !env("MSCCLPP_MASTER_PORT");
 }
 
 /* The root: MSCCLPP_MASTER_ADDR (param) else MASTER_ADDR; MSCCLPP_MASTER_PORT else MASTER_PORT. */
@@ -78,6 +89,9 @@ mscclppResult_t launch_env_read(struct launch_env* e) {
   MPP_CHECK_ARG(e != NULL, "launch_env_read: env is NULL");
   memset(e, 0, sizeof(*e));
   e->local_rank = -1;
-  MPP_CHECK(read_ranks(e));
-  return read_root(e);
+  const struct launcher* l = NULL;
+  MPP_CHECK(read_ranks(e, &l));
+  MPP_CHECK(read_root(e));
+  e->via_store = torchrun_store(l);
+  return mscclppSuccess;
 }

@@ -153,7 +153,10 @@ mscclppResult_t mscclppCommInitFromEnv(mscclppComm_t* comm, const mscclppConfig_
   struct launch_env env;
   MPP_CHECK(launch_env_read(&env));
   mscclppUniqueId id;
-  MPP_CHECK(bootstrap_id_from_address(env.root, env.rank, &id));
+  if (env.via_store)
+    MPP_CHECK(launch_store_id(&env, &id));
+  else
+    MPP_CHECK(bootstrap_id_from_address(env.root, env.rank, &id));
   int ngpus = gpu_count();
   int dev = (env.local_rank >= 0 && ngpus > 0) ? env.local_rank % ngpus : -1;
   return comm_init(comm, env.nranks, &id, env.rank, config, dev);

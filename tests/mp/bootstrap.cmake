@@ -34,3 +34,7 @@ foreach(c ${_kill_cases})
   mpp_mp_test(bootstrap_kill NRANKS ${n} ARGS ${mode} SOURCES ${_boot_dir}/bootstrap_kill.c
               TESTNAME bootstrap_kill_${mode}_n${n})
 endforeach()
+
+# mscclppCommInitFromEnv as launchers start it (mscclpp-run here; a real torchrun in the Python suite:
+# python/tests/test_torchrun_launch.py runs this binary from the build's bin/).
+mpp_mp_test(bootstrap_launcher NRANKS 3 SOURCES ${_boot_dir}/bootstrap_launcher.c)
