@@ -8,6 +8,7 @@ CTEST_JOBS ?= 2
 
 RELEASE_BUILD ?= build-release
 CLANG_BUILD ?= build-clang
+DEMO_BUILD ?= build-demo
 
 .PHONY: all deps build test test-asan check-builds demo gpu-bundle gpu-check clean
 
@@ -44,9 +45,10 @@ check-builds:
 
 # The main job (examples/collectives_demo.c): 4 ranks (GPU ranks where GPUs are present, CPU ranks
 # otherwise) run allreduce, allgather and reducescatter of floats at 4 KiB, 1 MiB and 16 MiB, check
-# every element and print a table of times.
-demo: build
-	$(BUILD)/bin/mscclpp-run -n 4 $(BUILD)/bin/example_collectives_demo
+# every element and print a table of times. scripts/demo.sh builds only what the demo needs: without
+# a GPU the CPU library alone, in Release, in $(DEMO_BUILD); with one the full library in $(BUILD).
+demo: deps
+	@JOBS=$(JOBS) scripts/demo.sh $(BUILD) $(DEMO_BUILD)
 
 # GPU runs: build here, `make gpu-bundle` (copies what a GPU machine needs to .gpu/build), carry
 # .gpu to the GPU machine and run `make gpu-check` there: every GPU test and the key
@@ -58,7 +60,7 @@ gpu-check:
 	scripts/gpu-check.sh $(if $(wildcard .gpu/build),.gpu/build,$(BUILD))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD) $(CLANG_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(RELEASE_BUILD) $(CLANG_BUILD) $(DEMO_BUILD)
 
 # Installs the build (cmake --install; docs/install.md): headers, libraries, tools, tuning tables,
 # pkg-config files and the CMake package under $(PREFIX). DESTDIR=... stages it (cmake reads it).
