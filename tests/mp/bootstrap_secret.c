@@ -99,6 +99,8 @@ static void check_healthy(mscclppComm_t comm, int rank, int nranks) {
 int main(void) {
   int rank = mp_env_int("MSCCLPP_RANK"), nranks = mp_env_int("MSCCLPP_WORLD_SIZE");
   CHECK_MSG(nranks >= 2, "needs 2 ranks or more");
+  const char* want = getenv("MSCCLPP_TEST_EXPECT_SECRET"); /* mscclpp-run keeps a secret the user set */
+  if (want) CHECK_MSG(env_secret_set() && strcmp(getenv("MSCCLPP_BOOTSTRAP_SECRET"), want) == 0, "secret replaced");
   char root_text[300];
   mp_root(root_text, sizeof(root_text));
   union sock_addr root;
