@@ -73,6 +73,7 @@ static int hello_check(struct bootstrap* b, int i) {
   err_quiet(quiet);
   if (res != mscclppSuccess) return refuse(b, i, err_last()), 1;
   if (h.nranks != b->nranks) return refuse(b, i, "hello for a communicator of another size"), 1;
+  if (h.kind != WIRE_KIND_RING && h.kind != WIRE_KIND_P2P) return refuse(b, i, "hello of the wrong kind"), 1;
   uint8_t chal[AUTH_CHALLENGE_BYTES];
   if (auth_make_challenge(b->key, c->hdr, WIRE_HELLO_BYTES, c->nonce, chal) != mscclppSuccess)
     return refuse(b, i, "no random nonce for the challenge"), 1;
@@ -91,7 +92,8 @@ static int hello_done(struct bootstrap* b, int i) {
   struct wire_hello h;
   if (!auth_check_proof(b->key, c->hello, WIRE_HELLO_BYTES, c->nonce, c->hdr))
     return refuse(b, i, "no proof of the job's secret (wrong or missing MSCCLPP_BOOTSTRAP_SECRET?)"), 1;
-  if (wire_decode_hello(c->hello, WIRE_HELLO_BYTES, &h) != mscclppSuccess) return refuse(b, i, "malformed hello"), 1; /* checked before */
+  if (wire_decode_hello(c->hello, WIRE_HELLO_BYTES, &h) != mscclppSuccess) /* decoded before: cannot fail */
+    return refuse(b, i, "malformed hello"), 1;
   if (h.kind == WIRE_KIND_RING) {
     int handed = 0;
     pthread_mutex_lock(&b->mu);

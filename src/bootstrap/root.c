@@ -78,8 +78,8 @@ static mscclppResult_t first_join(struct root* r, const struct wire_hello* h) {
 /* Logs (rate-limited) why pending connection i was refused and closes it. */
 static void refuse(struct root* r, int i, const char* why) {
   char a[INET6_ADDRSTRLEN + 16];
-  log_limited(&r->refusals, LOG_WARN, LOG_SUB_BOOTSTRAP, ROOT_REFUSALS, "bootstrap root: refused a connection from %s: %s",
-              addr_text(&r->pend[i].addr, a, sizeof(a)), why);
+  log_limited(&r->refusals, LOG_WARN, LOG_SUB_BOOTSTRAP, ROOT_REFUSALS,
+              "bootstrap root: refused a connection from %s: %s", addr_text(&r->pend[i].addr, a, sizeof(a)), why);
   drop_pending(r, i);
 }
 

@@ -111,7 +111,8 @@ mscclppResult_t wire_decode_hello(const void* buf, size_t len, struct wire_hello
     return MPP_ERR(mscclppRemoteError, "bootstrap hello is %zu bytes, expected %d", len, WIRE_HELLO_BYTES);
   if (le_get32(p) != MAGIC_HELLO) return MPP_ERR(mscclppRemoteError, "bootstrap hello has a bad magic number");
   if (le_get16(p + 4) != WIRE_VERSION)
-    return MPP_ERR(mscclppRemoteError, "bootstrap hello has wire version %u, this library speaks %d (ranks run different library versions?)",
+    return MPP_ERR(mscclppRemoteError,
+                   "bootstrap hello has wire version %u, this library speaks %d (ranks run different library versions?)",
                    le_get16(p + 4), WIRE_VERSION);
   int kind = le_get16(p + 6);
   if (kind != WIRE_KIND_ROOT && kind != WIRE_KIND_RING && kind != WIRE_KIND_P2P)
