@@ -18,7 +18,7 @@
 #include "bootstrap_mp.h"
 #include "core/comm.h"
 
-#define FLOOD_CONNS 3000
+#define FLOOD_CONNS 2000
 #define TAG_INJECT 7
 #define TAG_HANGUP 8
 

@@ -7,6 +7,7 @@
  *     the communicator's key: it gets a challenge, and after its forged proof the connection is
  *     closed with no descriptor attached;
  *   - cannot derive the name of another rank's service from this one's (no communicator id in it). */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,18 +28,34 @@
 #define IDLE1 45
 #define IDLE2 100
 
-/* The abstract name "mscclpp-fd-...-0" listed in /proc/net/unix whose digits are not in `skip`
- * (services of other tests may be listed too): what a local stranger sees. */
-static int find_service(const char* before, char* name, size_t len) {
+/* Whether inode is one of this process's sockets (so the listing is ours, not another test's). */
+static int my_socket(unsigned long inode) {
+  char want[64], path[300], link[64];
+  snprintf(want, sizeof(want), "socket:[%lu]", inode);
+  DIR* d = opendir("/proc/self/fd");
+  CHECK(d != NULL);
+  int mine = 0;
+  for (struct dirent* e; !mine && (e = readdir(d)) != NULL;) {
+    snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, link, sizeof(link) - 1);
+    if (n > 0) link[n] = '\0', mine = strcmp(link, want) == 0;
+  }
+  closedir(d);
+  return mine;
+}
+
+/* The abstract name "mscclpp-fd-..." of this process's service, found in /proc/net/unix: what a
+ * local stranger sees (the inode only tells ours from services of tests running beside us). */
+static int find_service(char* name, size_t len) {
   FILE* f = fopen("/proc/net/unix", "r");
   CHECK(f != NULL);
   char line[512];
   int found = 0;
   while (!found && fgets(line, sizeof(line), f)) {
     char* at = strstr(line, "@mscclpp-fd-");
-    if (!at) continue;
+    unsigned long inode = 0;
+    if (!at || sscanf(line, "%*s %*s %*s %*s %*s %*s %lu", &inode) != 1 || !my_socket(inode)) continue;
     at[strcspn(at, " \n")] = '\0';
-    if (strstr(before, at + 1) != NULL) continue;
     snprintf(name, len, "%s", at + 1);
     found = 1;
   }
@@ -101,17 +118,6 @@ static void stranger_request(const char* name, uint64_t id, uint64_t ekey) {
 }
 
 int main(void) {
-  char before[8192] = "";
-  { /* services already listed (other tests running beside this one) */
-    FILE* f = fopen("/proc/net/unix", "r");
-    CHECK(f != NULL);
-    char line[512];
-    while (fgets(line, sizeof(line), f)) {
-      char* at = strstr(line, "@mscclpp-fd-");
-      if (at && strlen(before) + strlen(at) + 1 < sizeof(before)) strcat(before, at);
-    }
-    fclose(f);
-  }
   uint8_t key[FD_KEY_BYTES];
   CHECK(getrandom(key, sizeof(key), 0) == (ssize_t)sizeof(key));
   struct fd_service* s = NULL;
@@ -122,7 +128,7 @@ int main(void) {
   CHECK_OK(fd_service_add(s, mfd, PAGE, &id, &ekey));
 
   char name[108];
-  CHECK_MSG(find_service(before, name, sizeof(name)), "the service is not listed in /proc/net/unix");
+  CHECK_MSG(find_service(name, sizeof(name)), "the service is not listed in /proc/net/unix");
   CHECK_MSG(strstr(name, "-0") != NULL, "unexpected name %s", name);
 
   int idle[IDLE1 + IDLE2];
