@@ -54,12 +54,12 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/mscclpp_tune.py DESTINATION ${CMAKE
 # Tuning tables.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/tuning/ DESTINATION ${CMAKE_INSTALL_DATADIR}/mscclpp)
 
-# pkg-config files. What the static library needs goes to Requires.private (jansson, expat: both
-# ship .pc files; -lexpat when expat's does not exist) and Libs.private, so that
+# pkg-config files. What the static library needs goes to Requires.private (jansson, libcrypto,
+# expat: they ship .pc files; -lexpat when expat's does not exist) and Libs.private, so that
 # `pkg-config --static --libs mscclpp` prints the whole static link line.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(MSCCLPP_EXPAT_PC QUIET expat)
-set(MSCCLPP_PC_REQUIRES_PRIVATE "jansson")
+set(MSCCLPP_PC_REQUIRES_PRIVATE "jansson libcrypto")
 set(MSCCLPP_PC_LIBS_PRIVATE "")
 if(MSCCLPP_EXPAT_PC_FOUND)
   string(APPEND MSCCLPP_PC_REQUIRES_PRIVATE " expat")

@@ -4,7 +4,9 @@
  *
  * Starts N copies of PROGRAM with MSCCLPP_RANK, MSCCLPP_WORLD_SIZE, MSCCLPP_LOCAL_RANK,
  * MSCCLPP_LOCAL_WORLD_SIZE, MSCCLPP_MASTER_ADDR (H, default 127.0.0.1) and MSCCLPP_MASTER_PORT
- * (P, default a port that was free on 127.0.0.1) set. SIGINT and SIGTERM are passed on to the
+ * (P, default a port that was free on 127.0.0.1) set, and MSCCLPP_BOOTSTRAP_SECRET, a random one per
+ * job unless the caller set one, so that the job's rendezvous is authenticated (docs/security.md).
+ * SIGINT and SIGTERM are passed on to the
  * children. When a child fails (non-zero exit or a signal) the others get S seconds (default 10)
  * to finish, then are killed. The exit status is the worst child's: 0 when all succeeded, 77 only
  * when every child exited 77 (skipped), 128+S for a child killed by signal S. Prints nothing of its
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +51,8 @@ static const struct cli_help run_help = {
     "mscclpp-run", "mscclpp-run -n N [--port P] [--host H] [--grace SECONDS] [--] PROGRAM [ARGS...]",
     "Starts N copies of PROGRAM on this host with MSCCLPP_RANK, MSCCLPP_WORLD_SIZE, MSCCLPP_LOCAL_RANK,\n"
     "MSCCLPP_LOCAL_WORLD_SIZE, MSCCLPP_MASTER_ADDR and MSCCLPP_MASTER_PORT set (what\n"
-    "mscclppCommInitFromEnv reads). SIGINT and SIGTERM are passed on to the ranks.",
+    "mscclppCommInitFromEnv reads), and MSCCLPP_BOOTSTRAP_SECRET: a random secret per job unless\n"
+    "it is set already. SIGINT and SIGTERM are passed on to the ranks.",
     run_opts,
     "Exit status: 0 when every rank succeeded, 77 when every rank exited 77 (skipped), else the\n"
     "worst rank's (128+S for a rank killed by signal S); 2 for a bad command line."};
@@ -227,10 +231,26 @@ static int worst_status(const struct child* c, int n) {
   return worst;
 }
 
+/* Gives the job a random secret (32 hex digits from the kernel's random source) unless the caller
+ * chose one: the ranks' rendezvous then refuses every process that is not one of them. */
+static void set_secret(void) {
+  const char* mine = getenv("MSCCLPP_BOOTSTRAP_SECRET");
+  if (mine && *mine) return;
+  unsigned char r[16];
+  if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+    fprintf(stderr, "mscclpp-run: getrandom for the job's secret failed: %s\n", strerror(errno));
+    exit(1);
+  }
+  char hex[2 * sizeof(r) + 1];
+  for (size_t i = 0; i < sizeof(r); i++) snprintf(hex + 2 * i, 3, "%02x", r[i]);
+  setenv("MSCCLPP_BOOTSTRAP_SECRET", hex, 1);
+}
+
 int main(int argc, char** argv) {
   struct options o;
   parse_args(argc, argv, &o);
   if (o.port == 0) o.port = free_port();
+  set_secret();
   sigset_t set, orig;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);

@@ -17,12 +17,20 @@ struct bootstrap;
 mscclppResult_t bootstrap_unique_id(mscclppUniqueId* id);
 
 /* Builds the id for mscclppCommInitRank's "host:port" (IPv4, [IPv6] or a host name). Rank 0 also
- * starts the root listening on that port. Such ids carry the secret of MSCCLPP_BOOTSTRAP_SECRET
- * when every rank sets it, otherwise a fixed one (no authentication). */
+ * starts the root listening on that port. Such ids carry a secret derived from
+ * MSCCLPP_BOOTSTRAP_SECRET, else from the launcher's job id, else a public one (no authentication,
+ * warned about once by rank 0); docs/security.md. */
 mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, mscclppUniqueId* id);
 
 /* Joins the rendezvous named by id as rank of nranks. timeout_ms bounds every later wait. */
 mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, int timeout_ms, struct bootstrap** out);
+
+#define BOOTSTRAP_KEY_BYTES 32
+/* Derives a key for another layer's connections from b's secret (HKDF-SHA256; `purpose` is the
+ * salt, context, e.g. the communicator id, the info): equal on every rank of b, unknown to anyone
+ * without the job's secret, different per purpose and context. */
+mscclppResult_t bootstrap_derive_key(const struct bootstrap* b, const char* purpose, uint64_t context,
+                                     uint8_t key[BOOTSTRAP_KEY_BYTES]);
 
 int bootstrap_rank(const struct bootstrap* b);
 int bootstrap_nranks(const struct bootstrap* b);

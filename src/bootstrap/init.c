@@ -1,9 +1,10 @@
 /* init.c - unique ids, joining a rendezvous, abort and destroy.
  *
  * Init of rank r: listen (on loopback when the root is on loopback, else on sock_local_addr(), so
- * MSCCLPP_SOCKET_IFNAME applies), start the progress thread, send the root a hello with the secret
- * and our listen address, receive every rank's address, connect to rank r+1's listener (a RING
- * hello) while the progress thread accepts rank r-1's, and finish with a barrier around the ring.
+ * MSCCLPP_SOCKET_IFNAME applies), start the progress thread, run a handshake with the root (our
+ * hello with our listen address; the root proves it holds the job's key, we prove the same),
+ * receive every rank's address, connect to rank r+1's listener (a RING handshake) while the
+ * progress thread accepts rank r-1's, and finish with a barrier around the ring.
  * One deadline (the timeout) bounds the whole init. */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,8 +38,7 @@ mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, msccl
   struct wire_id w;
   memset(&w, 0, sizeof(w));
   MPP_CHECK(sock_parse_addr(host_port, &w.root));
-  const char* text = param_str(PARAM_BOOTSTRAP_SECRET);
-  wire_secret_from_text(*text ? text : WIRE_DEFAULT_SECRET_TEXT, w.secret);
+  MPP_CHECK(boot_address_secret(rank, w.secret));
   if (rank == 0) {
     union sock_addr bound;
     mscclppResult_t res = boot_root_start(&w.root, w.secret, &bound);
@@ -162,6 +162,9 @@ mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, 
   if (res == mscclppSuccess) {
     b->root = w.root;
     memcpy(b->secret, w.secret, WIRE_SECRET_BYTES);
+    res = wire_boot_key(b->secret, b->key);
+  }
+  if (res == mscclppSuccess) {
     res = boot_listen(b);
   }
   if (res == mscclppSuccess) res = boot_progress_start(b);

@@ -13,6 +13,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/wire.h"
+#include "util/log.h"
 #include "util/socket.h"
 
 #define BOOT_SEND_LOCKS 64 /* send mutexes, striped over peers */
@@ -32,6 +33,7 @@ struct bootstrap {
   int rank, nranks;
   int timeout_ms;
   uint8_t secret[WIRE_SECRET_BYTES];
+  uint8_t key[WIRE_KEY_BYTES]; /* the handshakes' key: wire_boot_key(secret) */
   union sock_addr root;
   union sock_addr my_addr; /* where this rank listens */
   union sock_addr* addrs; /* every rank's listen address, from the root */
@@ -52,6 +54,7 @@ struct bootstrap {
   pthread_t progress;
   int progress_started;
   struct boot_conn* conns; /* progress thread only */
+  struct log_rate refusals; /* rate limit of the progress thread's refusal warnings */
   int nconns, conns_cap;
 };
 
@@ -64,7 +67,8 @@ mscclppResult_t boot_connect_peer(const union sock_addr* addr, uint64_t deadline
  * name `what` (e.g. "rank 3 at 10.0.0.2:4000"). */
 mscclppResult_t boot_send_all(int fd, const void* buf, size_t len, uint64_t deadline_ns, const char* what);
 mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_ns, const char* what);
-/* Builds and sends a hello of the given kind for this bootstrap. */
+/* The connecting side of a handshake (util/auth.h) of the given kind: sends our hello (fresh
+ * nonce, no secret), checks that the peer's challenge proves the job's key, sends our proof. */
 mscclppResult_t boot_send_hello(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what);
 /* 1 when fd has hung up or reports an error or unexpected data, without waiting. */
 int boot_fd_dead(int fd);
@@ -74,6 +78,12 @@ mscclppResult_t boot_wrap(mscclppResult_t res, const char* file, int line, const
 #define BOOT_WRAP(res, ...) boot_wrap((res), __FILE__, __LINE__, __VA_ARGS__)
 /* "rank R at ip:port" for messages. */
 const char* boot_peer_str(const struct bootstrap* b, int peer, char* buf, size_t len);
+
+/* ---- secret.c ---- */
+
+/* The secret of a "host:port" rendezvous (MSCCLPP_BOOTSTRAP_SECRET, else the launcher's job id,
+ * else the public default, warned about once when rank is 0). */
+mscclppResult_t boot_address_secret(int rank, uint8_t secret[WIRE_SECRET_BYTES]);
 
 /* ---- root.c ---- */
 

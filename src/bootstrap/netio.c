@@ -1,5 +1,5 @@
 /* netio.c - the bootstrap's bounded socket primitives: connect to a peer, send/receive all bytes
- * by poll, send a hello, check an fd for a hang-up, and wrap errors with context. */
+ * by poll, run the connecting side of a handshake, check an fd for a hang-up, and wrap errors with context. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bootstrap/internal.h"
+#include "util/auth.h"
 #include "util/err.h"
 #include "util/timeutil.h"
 
@@ -122,11 +123,18 @@ mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_n
 
 mscclppResult_t boot_send_hello(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what) {
   struct wire_hello h = {.kind = kind, .rank = b->rank, .nranks = b->nranks, .timeout_ms = (uint32_t)b->timeout_ms};
-  memcpy(h.secret, b->secret, WIRE_SECRET_BYTES);
+  MPP_CHECK(auth_random(h.nonce, WIRE_NONCE_BYTES));
   h.addr = b->my_addr;
-  uint8_t buf[WIRE_HELLO_BYTES];
-  wire_encode_hello(&h, buf);
-  return boot_send_all(fd, buf, sizeof(buf), deadline_ns, what);
+  uint8_t hello[WIRE_HELLO_BYTES], chal[AUTH_CHALLENGE_BYTES], proof[AUTH_PROOF_BYTES];
+  wire_encode_hello(&h, hello);
+  MPP_CHECK(boot_send_all(fd, hello, sizeof(hello), deadline_ns, what));
+  mscclppResult_t res = boot_recv_all(fd, chal, sizeof(chal), deadline_ns, what);
+  if (res == mscclppRemoteError)
+    return BOOT_WRAP(res, "handshake: %s refused our hello (a rank of another job, another library version, or a "
+                     "process that is not this job's)", what);
+  if (res != mscclppSuccess) return BOOT_WRAP(res, "handshake: waiting for the challenge of %s", what);
+  MPP_CHECK(auth_answer_challenge(b->key, hello, sizeof(hello), chal, what, proof));
+  return boot_send_all(fd, proof, sizeof(proof), deadline_ns, what);
 }
 
 int boot_fd_dead(int fd) {

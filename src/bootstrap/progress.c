@@ -1,15 +1,19 @@
-/* progress.c - the bootstrap's progress thread: accepts connections on the rank's listener, checks
- * each one's hello (magic, version, secret, nranks, rank), hands the ring connection from rank-1 to
+/* progress.c - the bootstrap's progress thread: accepts connections on the rank's listener, runs
+ * the accepting side of each one's handshake (hello: magic, version, nranks, rank; then our
+ * challenge and the peer's proof that it holds the job's key, util/auth.h), hands the ring connection from rank-1 to
  * init, and reads point-to-point frames from every other rank into the message queue. Connections
- * with a bad hello are refused and logged with the remote address; the thread keeps serving. All
+ * with a bad hello or proof are refused and logged (rate-limited) with the remote address; the
+ * thread keeps serving. All
  * reads are non-blocking, so one slow or hostile connection never holds up the others. */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bootstrap/internal.h"
+#include "util/auth.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/timeutil.h"
@@ -21,8 +25,11 @@ struct boot_conn {
   int fd;
   int peer; /* -1 until its hello is accepted */
   union sock_addr addr;
-  size_t got; /* bytes of the hello, frame header or payload read so far */
+  size_t got; /* bytes of the hello, proof, frame header or payload read so far */
   uint8_t hdr[WIRE_HELLO_BYTES];
+  int proving;                     /* hello checked and challenged: reading the proof into hdr */
+  uint8_t hello[WIRE_HELLO_BYTES]; /* the checked hello (the handshake's transcript) */
+  uint8_t nonce[WIRE_NONCE_BYTES]; /* our challenge's nonce */
   struct boot_msg* msg; /* the message whose payload is being read */
   uint64_t hello_deadline_ns;
 };
@@ -36,9 +43,10 @@ static void conn_drop(struct bootstrap* b, int i) {
 }
 
 static void refuse(struct bootstrap* b, int i, const char* why) {
-  char a[INET6_ADDRSTRLEN + 16];
-  log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap rank %d: refused a connection from %s: %s", b->rank,
-          sock_addr_str(&b->conns[i].addr, a, sizeof(a)), why);
+  char a[INET6_ADDRSTRLEN + 16], what[64];
+  snprintf(what, sizeof(what), "refused connections to bootstrap rank %d", b->rank);
+  log_limited(&b->refusals, LOG_WARN, LOG_SUB_BOOTSTRAP, what, "bootstrap rank %d: refused a connection from %s: %s",
+              b->rank, sock_addr_str(&b->conns[i].addr, a, sizeof(a)), why);
   conn_drop(b, i);
 }
 
@@ -56,13 +64,36 @@ static void peer_lost(struct bootstrap* b, int i, const char* why) {
   conn_drop(b, i);
 }
 
-/* Checks a complete hello; hands a ring connection to init. Returns 1 when conn i was removed. */
+/* Checks a complete hello and answers it with our challenge. Returns 1 when conn i was removed. */
+static int hello_check(struct bootstrap* b, int i) {
+  struct boot_conn* c = &b->conns[i];
+  struct wire_hello h;
+  int quiet = err_quiet(1); /* a stranger's bad hello is logged once, by refuse, rate-limited */
+  mscclppResult_t res = wire_decode_hello(c->hdr, WIRE_HELLO_BYTES, &h);
+  err_quiet(quiet);
+  if (res != mscclppSuccess) return refuse(b, i, err_last()), 1;
+  if (h.nranks != b->nranks) return refuse(b, i, "hello for a communicator of another size"), 1;
+  if (h.kind != WIRE_KIND_RING && h.kind != WIRE_KIND_P2P) return refuse(b, i, "hello of the wrong kind"), 1;
+  uint8_t chal[AUTH_CHALLENGE_BYTES];
+  if (auth_make_challenge(b->key, c->hdr, WIRE_HELLO_BYTES, c->nonce, chal) != mscclppSuccess)
+    return refuse(b, i, "no random nonce for the challenge"), 1;
+  /* A fresh connection's send buffer takes 56 bytes at once; a peer that fills it is no rank. */
+  if (send(c->fd, chal, sizeof(chal), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(chal))
+    return refuse(b, i, "could not send the challenge"), 1;
+  memcpy(c->hello, c->hdr, WIRE_HELLO_BYTES);
+  c->proving = 1;
+  c->got = 0;
+  return 0;
+}
+
+/* Checks a complete proof; hands a ring connection to init. Returns 1 when conn i was removed. */
 static int hello_done(struct bootstrap* b, int i) {
   struct boot_conn* c = &b->conns[i];
   struct wire_hello h;
-  if (wire_decode_hello(c->hdr, WIRE_HELLO_BYTES, &h) != mscclppSuccess) return refuse(b, i, "malformed hello"), 1;
-  if (!wire_secret_equal(h.secret, b->secret)) return refuse(b, i, "wrong secret"), 1;
-  if (h.nranks != b->nranks) return refuse(b, i, "hello for a communicator of another size"), 1;
+  if (!auth_check_proof(b->key, c->hello, WIRE_HELLO_BYTES, c->nonce, c->hdr))
+    return refuse(b, i, "no proof of the job's secret (wrong or missing MSCCLPP_BOOTSTRAP_SECRET?)"), 1;
+  if (wire_decode_hello(c->hello, WIRE_HELLO_BYTES, &h) != mscclppSuccess) /* decoded before: cannot fail */
+    return refuse(b, i, "malformed hello"), 1;
   if (h.kind == WIRE_KIND_RING) {
     int handed = 0;
     pthread_mutex_lock(&b->mu);
@@ -116,7 +147,7 @@ static void conn_read(struct bootstrap* b, int i) {
     uint8_t* dst;
     size_t want;
     if (c->peer < 0) {
-      dst = c->hdr + c->got, want = WIRE_HELLO_BYTES - c->got;
+      dst = c->hdr + c->got, want = (c->proving ? AUTH_PROOF_BYTES : WIRE_HELLO_BYTES) - c->got;
     } else if (!c->msg) {
       dst = c->hdr + c->got, want = WIRE_FRAME_BYTES - c->got;
     } else {
@@ -129,7 +160,9 @@ static void conn_read(struct bootstrap* b, int i) {
       return refuse(b, i, "hung up before finishing its hello");
     }
     c->got += (size_t)n;
-    if (c->peer < 0 && c->got == WIRE_HELLO_BYTES) {
+    if (c->peer < 0 && !c->proving && c->got == WIRE_HELLO_BYTES) {
+      if (hello_check(b, i)) return;
+    } else if (c->peer < 0 && c->proving && c->got == AUTH_PROOF_BYTES) {
       if (hello_done(b, i)) return;
     } else if (c->peer >= 0 && !c->msg && c->got == WIRE_FRAME_BYTES) {
       if (header_done(b, i)) return;
@@ -169,9 +202,11 @@ static void accept_one(struct bootstrap* b) {
     return;
   }
   if (!make_room(b)) {
-    char t[INET6_ADDRSTRLEN + 16];
-    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap rank %d: refused a connection from %s: too many connections",
-            b->rank, sock_addr_str(&a, t, sizeof(t)));
+    char t[INET6_ADDRSTRLEN + 16], what[64];
+    snprintf(what, sizeof(what), "refused connections to bootstrap rank %d", b->rank);
+    log_limited(&b->refusals, LOG_WARN, LOG_SUB_BOOTSTRAP, what,
+                "bootstrap rank %d: refused a connection from %s: too many connections", b->rank,
+                sock_addr_str(&a, t, sizeof(t)));
     close(fd);
     return;
   }
@@ -211,6 +246,7 @@ static mscclppResult_t progress_round(struct bootstrap* b) {
       refuse(b, i, "no hello in time");
   }
   if (p[1].revents) accept_one(b);
+  log_rate_tick(&b->refusals, LOG_SUB_BOOTSTRAP);
   if (p[0].revents) {
     char junk[64];
     while (read(b->wake_fds[0], junk, sizeof(junk)) > 0) {

@@ -1,7 +1,9 @@
-/* root.c - the rendezvous root: a detached thread that collects one hello per rank (each with the
- * secret and the rank's listen address), then sends every rank the table of all listen addresses
- * and exits. Connections without the right magic or secret are refused and logged; the root keeps
- * waiting for real ranks. A rank that hangs up before the table is sent, a duplicate rank or a
+/* root.c - the rendezvous root: a detached thread that collects one hello per rank (with the rank's
+ * listen address) and runs the accepting side of each one's handshake (util/auth.h: our challenge
+ * proves to the rank that we hold the job's key, its proof proves the same to us), then sends
+ * every rank the table of all listen addresses and exits. A connection counts only once its proof
+ * is checked: strangers learn nothing and change nothing; they are refused and logged (rate-limited)
+ * while the root keeps waiting for real ranks. A rank that hangs up before the table is sent, a duplicate rank or a
  * mismatched nranks ends the rendezvous: every connection is closed, so the ranks fail at once. */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "bootstrap/internal.h"
+#include "util/auth.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -27,14 +30,18 @@
 struct pending {
   int fd;
   union sock_addr addr;
-  uint8_t buf[WIRE_HELLO_BYTES];
+  uint8_t buf[WIRE_HELLO_BYTES]; /* the hello, then the proof */
   size_t got;
+  int proving;                     /* hello checked and challenged: reading the proof */
+  uint8_t hello[WIRE_HELLO_BYTES]; /* the checked hello (the handshake's transcript) */
+  uint8_t nonce[WIRE_NONCE_BYTES]; /* our challenge's nonce */
   uint64_t deadline_ns;
 };
 
 struct root {
   int listen_fd;
-  uint8_t secret[WIRE_SECRET_BYTES];
+  uint8_t key[WIRE_KEY_BYTES]; /* the handshakes' key (wire_boot_key) */
+  struct log_rate refusals;
   uint64_t deadline_ns;
   int nranks, joined; /* nranks 0 until the first valid hello */
   int* fds;           /* [nranks] joined ranks' connections, -1 until they join */
@@ -45,6 +52,8 @@ struct root {
 };
 
 static const char* addr_text(const union sock_addr* a, char* buf, size_t len) { return sock_addr_str(a, buf, len); }
+
+#define ROOT_REFUSALS "refused connections to the bootstrap root"
 
 static void drop_pending(struct root* r, int i) {
   sock_close(&r->pend[i].fd);
@@ -66,19 +75,47 @@ static mscclppResult_t first_join(struct root* r, const struct wire_hello* h) {
   return mscclppSuccess;
 }
 
-/* Checks a complete hello of pending connection i: refuses strangers (logged, connection closed),
+/* Logs (rate-limited) why pending connection i was refused and closes it. */
+static void refuse(struct root* r, int i, const char* why) {
+  char a[INET6_ADDRSTRLEN + 16];
+  log_limited(&r->refusals, LOG_WARN, LOG_SUB_BOOTSTRAP, ROOT_REFUSALS,
+              "bootstrap root: refused a connection from %s: %s", addr_text(&r->pend[i].addr, a, sizeof(a)), why);
+  drop_pending(r, i);
+}
+
+/* Checks the complete hello of pending connection i and answers it with our challenge; a bad
+ * hello is refused. */
+static void check_hello(struct root* r, int i) {
+  struct pending* p = &r->pend[i];
+  struct wire_hello h;
+  int quiet = err_quiet(1); /* a stranger's bad hello is logged once, by refuse, rate-limited */
+  mscclppResult_t res = wire_decode_hello(p->buf, sizeof(p->buf), &h);
+  err_quiet(quiet);
+  if (res != mscclppSuccess) return refuse(r, i, err_last());
+  if (h.kind != WIRE_KIND_ROOT) return refuse(r, i, "not a hello for the root");
+  uint8_t chal[AUTH_CHALLENGE_BYTES];
+  if (auth_make_challenge(r->key, p->buf, sizeof(p->buf), p->nonce, chal) != mscclppSuccess)
+    return refuse(r, i, "no random nonce for the challenge");
+  /* A fresh connection's send buffer takes 56 bytes at once; a peer that fills it is no rank. */
+  if (send(p->fd, chal, sizeof(chal), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(chal))
+    return refuse(r, i, "could not send the challenge");
+  memcpy(p->hello, p->buf, sizeof(p->hello));
+  p->proving = 1;
+  p->got = 0;
+}
+
+/* Checks the complete proof of pending connection i: refuses strangers (logged, connection closed),
  * records a rank, or fails the rendezvous on a duplicate rank or a different nranks. */
 static mscclppResult_t finish_hello(struct root* r, int i) {
   struct pending* p = &r->pend[i];
   char a[INET6_ADDRSTRLEN + 16];
   addr_text(&p->addr, a, sizeof(a));
   struct wire_hello h;
-  if (wire_decode_hello(p->buf, sizeof(p->buf), &h) != mscclppSuccess || h.kind != WIRE_KIND_ROOT ||
-      !wire_secret_equal(h.secret, r->secret)) {
-    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: refused a connection from %s: bad hello or wrong secret", a);
-    drop_pending(r, i);
+  if (!auth_check_proof(r->key, p->hello, sizeof(p->hello), p->nonce, p->buf)) {
+    refuse(r, i, "no proof of the job's secret (wrong or missing MSCCLPP_BOOTSTRAP_SECRET?)");
     return mscclppSuccess;
   }
+  MPP_CHECK(wire_decode_hello(p->hello, sizeof(p->hello), &h)); /* checked before */
   if (r->nranks == 0) MPP_CHECK(first_join(r, &h));
   if (h.nranks != r->nranks)
     return MPP_ERR(mscclppInvalidUsage, "bootstrap root: rank %d (%s) says nranks %d, earlier ranks said %d", h.rank, a,
@@ -98,17 +135,20 @@ static mscclppResult_t finish_hello(struct root* r, int i) {
 /* Reads what pending connection i has sent so far. */
 static mscclppResult_t read_pending(struct root* r, int i) {
   struct pending* p = &r->pend[i];
-  ssize_t n = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got, MSG_DONTWAIT);
+  size_t want = p->proving ? AUTH_PROOF_BYTES : sizeof(p->buf);
+  ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, MSG_DONTWAIT);
   if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return mscclppSuccess;
   if (n <= 0) {
-    char a[INET6_ADDRSTRLEN + 16];
-    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: %s hung up before finishing its hello",
-            addr_text(&p->addr, a, sizeof(a)));
-    drop_pending(r, i);
+    refuse(r, i, "hung up before finishing its handshake");
     return mscclppSuccess;
   }
   p->got += (size_t)n;
-  return p->got == sizeof(p->buf) ? finish_hello(r, i) : mscclppSuccess;
+  if (p->got < want) return mscclppSuccess;
+  if (!p->proving) {
+    check_hello(r, i);
+    return mscclppSuccess;
+  }
+  return finish_hello(r, i);
 }
 
 static void accept_one(struct root* r) {
@@ -120,10 +160,7 @@ static void accept_one(struct root* r) {
     int oldest = 0;
     for (int i = 1; i < r->npend; i++)
       if (r->pend[i].deadline_ns < r->pend[oldest].deadline_ns) oldest = i;
-    char t[INET6_ADDRSTRLEN + 16];
-    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: refused a connection from %s: too many unfinished hellos",
-            addr_text(&r->pend[oldest].addr, t, sizeof(t)));
-    drop_pending(r, oldest);
+    refuse(r, oldest, "too many unfinished handshakes");
   }
   struct pending* p = &r->pend[r->npend++];
   memset(p, 0, sizeof(*p));
@@ -161,14 +198,11 @@ static mscclppResult_t poll_round(struct root* r, struct pollfd* pfds) {
   for (int i = r->npend - 1; i >= 0; i--) {
     if (pfds[1 + i].revents)
       MPP_CHECK(read_pending(r, i));
-    else if (now > r->pend[i].deadline_ns) {
-      char a[INET6_ADDRSTRLEN + 16];
-      log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: dropped %s: no hello within %d ms",
-              addr_text(&r->pend[i].addr, a, sizeof(a)), ROOT_HELLO_MS);
-      drop_pending(r, i);
-    }
+    else if (now > r->pend[i].deadline_ns)
+      refuse(r, i, "no complete handshake in time");
   }
   if (pfds[0].revents) accept_one(r);
+  log_rate_tick(&r->refusals, LOG_SUB_BOOTSTRAP);
   return mscclppSuccess;
 }
 
@@ -207,6 +241,7 @@ static mscclppResult_t send_tables(struct root* r) {
 }
 
 static void root_free(struct root* r) {
+  log_rate_tick(&r->refusals, LOG_SUB_BOOTSTRAP);
   for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
   for (int k = 0; r->fds && k < r->nranks; k++) sock_close(&r->fds[k]);
   sock_close(&r->listen_fd);
@@ -249,7 +284,11 @@ mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secre
   struct root* r = calloc(1, sizeof(*r));
   if (!r) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory");
   r->listen_fd = -1;
-  memcpy(r->secret, secret, WIRE_SECRET_BYTES);
+  mscclppResult_t kres = wire_boot_key(secret, r->key);
+  if (kres != mscclppSuccess) {
+    free(r);
+    return kres;
+  }
   int64_t timeout_s = param_int(PARAM_BOOTSTRAP_TIMEOUT);
   r->deadline_ns = time_deadline_ms((timeout_s > 0 ? timeout_s : 120) * 1000 + ROOT_GRACE_MS);
   mscclppResult_t res = sock_listen(addr, &r->listen_fd, bound);

@@ -4,8 +4,8 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "util/auth.h"
 #include "util/err.h"
 
 #define MAGIC_ID 0x4942504du    /* "MPBI" */
@@ -97,7 +97,7 @@ void wire_encode_hello(const struct wire_hello* h, uint8_t out[WIRE_HELLO_BYTES]
   le_put32(out, MAGIC_HELLO);
   le_put16(out + 4, WIRE_VERSION);
   le_put16(out + 6, (uint16_t)h->kind);
-  memcpy(out + 8, h->secret, WIRE_SECRET_BYTES);
+  memcpy(out + 8, h->nonce, WIRE_NONCE_BYTES);
   le_put32(out + 24, (uint32_t)h->rank);
   le_put32(out + 28, (uint32_t)h->nranks);
   le_put32(out + 32, h->timeout_ms);
@@ -111,7 +111,9 @@ mscclppResult_t wire_decode_hello(const void* buf, size_t len, struct wire_hello
     return MPP_ERR(mscclppRemoteError, "bootstrap hello is %zu bytes, expected %d", len, WIRE_HELLO_BYTES);
   if (le_get32(p) != MAGIC_HELLO) return MPP_ERR(mscclppRemoteError, "bootstrap hello has a bad magic number");
   if (le_get16(p + 4) != WIRE_VERSION)
-    return MPP_ERR(mscclppRemoteError, "bootstrap hello has version %u, expected %d", le_get16(p + 4), WIRE_VERSION);
+    return MPP_ERR(mscclppRemoteError,
+                   "bootstrap hello has wire version %u, this library speaks %d (ranks run different library versions?)",
+                   le_get16(p + 4), WIRE_VERSION);
   int kind = le_get16(p + 6);
   if (kind != WIRE_KIND_ROOT && kind != WIRE_KIND_RING && kind != WIRE_KIND_P2P)
     return MPP_ERR(mscclppRemoteError, "bootstrap hello has unknown kind %d", kind);
@@ -123,7 +125,7 @@ mscclppResult_t wire_decode_hello(const void* buf, size_t len, struct wire_hello
   if (le_get32(p + 36) != 0) return MPP_ERR(mscclppRemoteError, "bootstrap hello has non-zero reserved bytes");
   MPP_CHECK(wire_decode_addr(p + 40, WIRE_ADDR_BYTES, &out->addr));
   out->kind = kind;
-  memcpy(out->secret, p + 8, WIRE_SECRET_BYTES);
+  memcpy(out->nonce, p + 8, WIRE_NONCE_BYTES);
   out->rank = rank;
   out->nranks = nranks;
   out->timeout_ms = le_get32(p + 32);
@@ -186,37 +188,17 @@ mscclppResult_t wire_decode_frame(const void* buf, size_t len, struct wire_frame
 }
 
 int wire_secret_equal(const uint8_t a[WIRE_SECRET_BYTES], const uint8_t b[WIRE_SECRET_BYTES]) {
-  volatile uint8_t diff = 0;
-  for (int i = 0; i < WIRE_SECRET_BYTES; i++) diff |= (uint8_t)(a[i] ^ b[i]);
-  return diff == 0;
+  return auth_equal(a, b, WIRE_SECRET_BYTES);
 }
 
 mscclppResult_t wire_random_secret(uint8_t secret[WIRE_SECRET_BYTES]) {
-  size_t got = 0;
-  while (got < WIRE_SECRET_BYTES) {
-    ssize_t n = getrandom(secret + got, WIRE_SECRET_BYTES - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return MPP_ERRNO(mscclppSystemError, errno, "getrandom for the bootstrap secret failed");
-    got += (size_t)n;
-  }
-  return mscclppSuccess;
+  return auth_random(secret, WIRE_SECRET_BYTES);
 }
 
-/* splitmix64's finalizer: spreads every input bit over the output. */
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
+mscclppResult_t wire_secret_from_text(const char* text, uint8_t secret[WIRE_SECRET_BYTES]) {
+  return auth_hkdf(text, strlen(text), "mscclpp-bootstrap-secret-v2", "text", 4, secret, WIRE_SECRET_BYTES);
 }
 
-void wire_secret_from_text(const char* text, uint8_t secret[WIRE_SECRET_BYTES]) {
-  uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
-  for (const unsigned char* c = (const unsigned char*)text; *c; c++)
-    for (int k = 0; k < 2; k++) h[k] = mix64((h[k] ^ *c) * 0x100000001b3ull + (uint64_t)k);
-  h[0] = mix64(h[0] ^ h[1]);
-  h[1] = mix64(h[1] + h[0]);
-  le_put64(secret, h[0]);
-  le_put64(secret + 8, h[1]);
+mscclppResult_t wire_boot_key(const uint8_t secret[WIRE_SECRET_BYTES], uint8_t key[WIRE_KEY_BYTES]) {
+  return auth_hkdf(secret, WIRE_SECRET_BYTES, "mscclpp-bootstrap-v2", "handshake", 9, key, WIRE_KEY_BYTES);
 }

@@ -6,8 +6,11 @@
  *   address (24 B)   u8 family (4|6), u8 0, u16 port, u32 IPv6 scope id, 16 B address (IPv4 in
  *                    the first 4 bytes, the rest 0)
  *   unique id (128)  u32 "MPBI", u16 version, u16 0, address of the root, 16 B secret, 80 B zero
- *   hello (64 B)     u32 "MPBH", u16 version, u16 kind, 16 B secret, i32 rank, i32 nranks,
- *                    u32 timeout_ms, u32 0, address the sender listens on
+ *   hello (64 B)     u32 "MPBH", u16 version, u16 kind, 16 B random nonce, i32 rank, i32 nranks,
+ *                    u32 timeout_ms, u32 0, address the sender listens on. It opens the handshake
+ *                    of util/auth.h (the accepting side answers with a challenge, the connecting
+ *                    side with its proof) keyed by wire_boot_key(secret): the secret itself never
+ *                    crosses the wire
  *   table            u32 "MPBT", u32 nranks, nranks addresses (the root's answer to each rank)
  *   frame (16 B)     u32 "MPBF", i32 tag, u64 payload length; the payload follows
  */
@@ -21,8 +24,11 @@
 
 #include "util/socket.h"
 
-#define WIRE_VERSION 1
+/* 2: hellos carry a nonce and open a challenge-response handshake instead of carrying the secret. */
+#define WIRE_VERSION 2
 #define WIRE_SECRET_BYTES 16
+#define WIRE_NONCE_BYTES 16
+#define WIRE_KEY_BYTES 32
 #define WIRE_ADDR_BYTES 24
 #define WIRE_HELLO_BYTES 64
 #define WIRE_TABLE_HEADER_BYTES 8
@@ -42,7 +48,7 @@ struct wire_id {
 
 struct wire_hello {
   int kind; /* enum wire_kind */
-  uint8_t secret[WIRE_SECRET_BYTES];
+  uint8_t nonce[WIRE_NONCE_BYTES];
   int rank, nranks;
   uint32_t timeout_ms;
   union sock_addr addr;
@@ -62,7 +68,8 @@ mscclppResult_t wire_encode_id(const struct wire_id* id, mscclppUniqueId* out);
 mscclppResult_t wire_decode_id(const void* buf, size_t len, struct wire_id* out);
 
 /* Hellos. The decoder checks magic, version, kind, 1 <= nranks <= WIRE_MAX_RANKS,
- * 0 <= rank < nranks and the address; the secret is the caller's to compare (wire_secret_equal). */
+ * 0 <= rank < nranks and the address; a hello of another version is refused with both versions
+ * named. A decoded hello proves nothing until the handshake's proof has been checked. */
 void wire_encode_hello(const struct wire_hello* h, uint8_t out[WIRE_HELLO_BYTES]);
 mscclppResult_t wire_decode_hello(const void* buf, size_t len, struct wire_hello* out);
 
@@ -80,15 +87,18 @@ mscclppResult_t wire_decode_frame(const void* buf, size_t len, struct wire_frame
 /* Compares two secrets in time independent of where they differ. 1 when equal. */
 int wire_secret_equal(const uint8_t a[WIRE_SECRET_BYTES], const uint8_t b[WIRE_SECRET_BYTES]);
 
-/* Fills secret from the kernel's random source. */
+/* Fills secret from the kernel-seeded random source (libcrypto). */
 mscclppResult_t wire_random_secret(uint8_t secret[WIRE_SECRET_BYTES]);
 
-/* The text behind the secret of "host:port" ids when MSCCLPP_BOOTSTRAP_SECRET is not set: fixed
- * and public, so such ids authenticate nothing. */
+/* The text behind the secret of "host:port" ids when neither MSCCLPP_BOOTSTRAP_SECRET nor a
+ * launcher's job id is available: fixed and public, so such ids authenticate nothing. */
 #define WIRE_DEFAULT_SECRET_TEXT "mscclpp-bootstrap-no-secret-v1"
 
-/* Derives a secret from text (the MSCCLPP_BOOTSTRAP_SECRET of "host:port" ids): a fixed,
- * non-cryptographic mix, equal on every rank that has the same text. */
-void wire_secret_from_text(const char* text, uint8_t secret[WIRE_SECRET_BYTES]);
+/* Derives a secret from text (MSCCLPP_BOOTSTRAP_SECRET, or a launcher's job id) by HKDF-SHA256:
+ * equal on every rank that has the same text. */
+mscclppResult_t wire_secret_from_text(const char* text, uint8_t secret[WIRE_SECRET_BYTES]);
+
+/* The key of the bootstrap's handshakes (HKDF-SHA256 of the secret). */
+mscclppResult_t wire_boot_key(const uint8_t secret[WIRE_SECRET_BYTES], uint8_t key[WIRE_KEY_BYTES]);
 
 #endif /* MPP_BOOTSTRAP_WIRE_H_ */

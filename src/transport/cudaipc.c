@@ -143,7 +143,7 @@ static mscclppResult_t import_vmm(struct transport_mem* mem) {
   int fd = -1;
   uint64_t exported = 0;
   const struct fd_ref* e = &cuda_part(d)->fd;
-  MPP_CHECK(fd_fetch(tc->comm_id, tc->rank, d->owner, e->id, e->key, tc->timeout_ms, &fd, &exported));
+  MPP_CHECK(fd_fetch(fd_service_key(tc->fds), tc->rank, d->owner, e->id, e->key, tc->timeout_ms, &fd, &exported));
   if (exported != d->alloc_size) {
     close(fd);
     return MPP_ERR(mscclppRemoteError, "p2p: rank %d exported %llu bytes, its blob claims %llu", d->owner,

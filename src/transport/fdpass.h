@@ -2,10 +2,14 @@
  * cuMem allocations) to other processes of this host over a UNIX domain socket (SCM_RIGHTS).
  *
  * One service per communicator and rank: a thread serving the abstract-namespace socket
- * "\0mscclpp-fd-<comm id>-<rank>". A request names the communicator, the requesting rank and an
- * export id with its 64-bit random key; only a request whose comm id and key both match gets the
- * fd, so a process that never received the registered-memory blob cannot fetch it. Requests are
- * read with a short bound, so a stalled client cannot block the service for long. */
+ * "\0mscclpp-fd-<24 hex digits>-<rank>", the digits an HMAC of the rank under the communicator's
+ * key (bootstrap_derive_key): only the communicator's ranks can compute a service's name, so no
+ * stranger can take it first. A request (the requesting rank, the service's rank, an export id and
+ * its 64-bit random key) opens a handshake (util/auth.h) keyed by the communicator's key: the
+ * service proves the key before the client sends its proof, the client proves it before the
+ * service looks at the export. Only an authenticated request whose export key matches gets the fd.
+ * Connections are served at once by poll, each bounded by 2 s, at most 64 at a time (the oldest
+ * is dropped beyond), so silent connections hold up no real peer. */
 #ifndef MPP_TRANSPORT_FDPASS_H_
 #define MPP_TRANSPORT_FDPASS_H_
 
@@ -25,8 +29,11 @@ struct fd_ref {
 void fd_ref_encode(const struct fd_ref* e, uint8_t* out);
 void fd_ref_decode(const uint8_t* in, struct fd_ref* e);
 
-/* Starts rank's service for communicator comm_id (nranks bounds the requesting rank). */
-mscclppResult_t fd_service_start(uint64_t comm_id, int rank, int nranks, struct fd_service** out);
+#define FD_KEY_BYTES 32
+/* Starts rank's service for the communicator whose key is key (nranks bounds the requesting rank). */
+mscclppResult_t fd_service_start(const uint8_t key[FD_KEY_BYTES], int rank, int nranks, struct fd_service** out);
+/* The key s was started with (for fd_fetch). */
+const uint8_t* fd_service_key(const struct fd_service* s);
 /* Stops the thread (without waiting for any peer), closes every exported fd and frees s. */
 void fd_service_stop(struct fd_service* s);
 /* Exports fd (the service takes ownership of it) describing size bytes; returns its id and key. */
@@ -34,9 +41,10 @@ mscclppResult_t fd_service_add(struct fd_service* s, int fd, uint64_t size, uint
 /* Withdraws an export and closes its fd. Unknown ids are ignored. */
 void fd_service_remove(struct fd_service* s, uint64_t id);
 
-/* Fetches export id (with key) from owner's service within timeout_ms: *fd gets a new descriptor
- * (CLOEXEC) and *size the exported size. Errors name the owner rank and the reason. */
-mscclppResult_t fd_fetch(uint64_t comm_id, int my_rank, int owner, uint64_t id, uint64_t key, int64_t timeout_ms,
-                         int* fd, uint64_t* size);
+/* Fetches export id (with its export key ekey) from owner's service of the communicator whose key
+ * is key, within timeout_ms: *fd gets a new descriptor (CLOEXEC) and *size the exported size.
+ * Errors name the owner rank and the reason. */
+mscclppResult_t fd_fetch(const uint8_t key[FD_KEY_BYTES], int my_rank, int owner, uint64_t id, uint64_t ekey,
+                         int64_t timeout_ms, int* fd, uint64_t* size);
 
 #endif /* MPP_TRANSPORT_FDPASS_H_ */

@@ -56,7 +56,7 @@ static mscclppResult_t shm_import(struct transport_mem* mem) {
   if (!transport_same_host(tc, d->owner)) return mscclppSuccess;
   int fd = -1;
   uint64_t exported = 0;
-  MPP_CHECK(fd_fetch(tc->comm_id, tc->rank, d->owner, shm_part(d)->id, shm_part(d)->key, tc->timeout_ms, &fd, &exported));
+  MPP_CHECK(fd_fetch(fd_service_key(tc->fds), tc->rank, d->owner, shm_part(d)->id, shm_part(d)->key, tc->timeout_ms, &fd, &exported));
   mscclppResult_t res = mscclppSuccess;
   if (exported != d->alloc_size)
     res = MPP_ERR(mscclppRemoteError, "shm: rank %d exported %llu bytes, its blob claims %llu", d->owner,

@@ -62,7 +62,9 @@ static void stop_rows(struct transport_comm* tc, int n) {
 
 mscclppResult_t transport_comm_start(struct transport_comm* tc) {
   MPP_CHECK(regblob_check_rows());
-  MPP_CHECK(fd_service_start(tc->comm_id, tc->rank, tc->nranks, &tc->fds));
+  uint8_t key[FD_KEY_BYTES]; /* the communicator's, for its fd services (fdpass.h) */
+  MPP_CHECK(bootstrap_derive_key(tc->boot, "mscclpp-fd-service-v1", tc->comm_id, key));
+  MPP_CHECK(fd_service_start(key, tc->rank, tc->nranks, &tc->fds));
   for (int i = 0; i < NROWS; i++) {
     mscclppResult_t res = rows[i]->start != NULL ? rows[i]->start(tc) : mscclppSuccess;
     if (res != mscclppSuccess) {

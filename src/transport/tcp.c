@@ -9,7 +9,9 @@
  * Messages are a 32-byte header (host byte order: both hosts must share it), WRITE followed by its
  * data. The receiver applies messages in order, so an UPDATE lands after every earlier WRITE, and a
  * FLUSH is acknowledged after everything before it was applied. A receiver-side failure (bad
- * region) is reported in the next ACK, so the sender's flush returns it. */
+ * region) is reported in the next ACK, so the sender's flush returns it. Both sockets start with a
+ * handshake (util/auth.h) keyed by the communicator's key: a connection that cannot prove it is
+ * refused before anything is read from or written to it. */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include "sys/cudawrap.h"
 #include "transport/tcp_regions.h"
 #include "transport/transport.h"
+#include "util/auth.h"
 #include "util/bytes.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -51,11 +54,10 @@ enum tcp_type { TCP_HELLO = 1, TCP_WRITE = 2, TCP_UPDATE = 3, TCP_FLUSH = 4, TCP
 
 struct tcp_hdr {
   uint32_t type;
-  uint32_t status;  /* HELLO: TCP_MAGIC; ACK: first failure (mscclppResult_t) since the last ACK */
-  uint64_t region;  /* WRITE/UPDATE/READ: region id; HELLO: comm id; ACK: region of the failure */
-  uint64_t offset;  /* WRITE/UPDATE/READ: offset in the region; HELLO: sender rank; ACK: of the failure */
-  uint64_t arg;     /* WRITE/DATA: bytes that follow; READ: bytes asked; UPDATE: value; FLUSH/ACK: sequence;
-                     * HELLO: tag */
+  uint32_t status;  /* ACK: first failure (mscclppResult_t) since the last ACK */
+  uint64_t region;  /* WRITE/UPDATE/READ: region id; ACK: region of the failure */
+  uint64_t offset;  /* WRITE/UPDATE/READ: offset in the region; ACK: of the failure */
+  uint64_t arg;     /* WRITE/DATA: bytes that follow; READ: bytes asked; UPDATE: value; FLUSH/ACK: sequence */
 };
 
 struct tcp_conn {
@@ -201,44 +203,98 @@ static mscclppResult_t exchange_addr(struct transport_conn* conn, const union so
   return mscclppSuccess;
 }
 
-/* Accepts on lfd until the peer's connection arrives: one whose HELLO names this communicator,
- * the peer's rank and the connection's tag. Anything else is closed and the wait goes on. */
-static mscclppResult_t accept_peer(struct transport_conn* conn, int lfd, uint64_t deadline, int* out) {
+/* The hello of a tcp connection's handshake (util/auth.h), 40 B little endian: u32 "MPTC",
+ * u16 TCP_HELLO_VERSION, u16 0, i32 sender rank, i32 receiver rank, i32 tag, u32 0, 16 B nonce.
+ * The handshake's key is the communicator's (tcp_key), so the hello needs no communicator id. */
+#define TCP_HELLO_BYTES 40
+#define TCP_HELLO_VERSION 2
+
+static void tcp_hello(int from, int to, int tag, const uint8_t nonce[AUTH_NONCE_BYTES], uint8_t out[TCP_HELLO_BYTES]) {
+  memset(out, 0, TCP_HELLO_BYTES);
+  le_put32(out, TCP_MAGIC);
+  le_put16(out + 4, TCP_HELLO_VERSION);
+  le_put32(out + 8, (uint32_t)from);
+  le_put32(out + 12, (uint32_t)to);
+  le_put32(out + 16, (uint32_t)tag);
+  memcpy(out + 24, nonce, AUTH_NONCE_BYTES);
+}
+
+static mscclppResult_t tcp_key(struct transport_conn* conn, uint8_t key[AUTH_KEY_BYTES]) {
+  return bootstrap_derive_key(conn->tc->boot, "mscclpp-tcp-v1", conn->tc->comm_id, key);
+}
+
+static struct log_rate tcp_refusals; /* refusals of every tcp listener of this process */
+
+/* Reads a hello from a fresh connection and runs the accepting side of the handshake: the
+ * connection must be the peer's, for this connection's tag, and prove the communicator's key. */
+static mscclppResult_t accept_hello(struct transport_conn* conn, const uint8_t* key, int fd, uint64_t deadline) {
+  uint8_t h[TCP_HELLO_BYTES];
+  char who[64];
+  snprintf(who, sizeof(who), "a connection claiming to be rank %d's", conn->peer);
+  int quiet = err_quiet(1); /* a stranger's failure is logged once, rate-limited, by accept_peer */
+  mscclppResult_t res = sock_recv_all(fd, h, sizeof(h), deadline);
+  if (res == mscclppSuccess && (le_get32(h) != TCP_MAGIC || le_get16(h + 4) != TCP_HELLO_VERSION ||
+                                le_get32(h + 8) != (uint32_t)conn->peer || le_get32(h + 12) != (uint32_t)conn->tc->rank ||
+                                le_get32(h + 16) != (uint32_t)conn->tag))
+    res = MPP_ERR(mscclppRemoteError, "not a hello of rank %d for tag %d of this library version", conn->peer, conn->tag);
+  if (res == mscclppSuccess) res = auth_server(fd, key, h, sizeof(h), deadline, who);
+  err_quiet(quiet);
+  return res;
+}
+
+/* Accepts on lfd until the peer's connection arrives and passes accept_hello. Anything else is
+ * closed (logged with a rate limit) and the wait goes on. */
+static mscclppResult_t accept_peer(struct transport_conn* conn, const uint8_t* key, int lfd, uint64_t deadline, int* out) {
   for (;;) {
     int fd = -1;
     MPP_CHECK(sock_accept(lfd, deadline, &fd));
     /* A stranger that connects and stays silent holds us up for at most a few seconds. */
     uint64_t hello_deadline = time_deadline_ms(TCP_HELLO_MS) < deadline ? time_deadline_ms(TCP_HELLO_MS) : deadline;
-    struct tcp_hdr h;
-    if (sock_recv_all(fd, &h, sizeof(h), hello_deadline) == mscclppSuccess && h.type == TCP_HELLO && h.status == TCP_MAGIC &&
-        h.region == conn->tc->comm_id && h.offset == (uint64_t)conn->peer && h.arg == (uint64_t)(uint32_t)conn->tag) {
+    if (accept_hello(conn, key, fd, hello_deadline) == mscclppSuccess) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* ACKs must not wait for Nagle */
       *out = fd;
       return mscclppSuccess;
     }
-    log_msg(LOG_WARN, LOG_SUB_TRANSPORT, "tcp: refused a connection that is not rank %d's (tag %d) of this communicator",
-            conn->peer, conn->tag);
+    log_limited(&tcp_refusals, LOG_WARN, LOG_SUB_TRANSPORT, "refused tcp transport connections",
+                "tcp: refused a connection that is not rank %d's (tag %d) of this communicator: %s", conn->peer,
+                conn->tag, err_last());
     sock_close(&fd);
   }
 }
 
-/* Sets up out_fd (to the peer's listener) and in_fd (from the peer) through the bootstrap. */
+/* Connects out_fd to the peer's listener and runs the connecting side of the handshake. */
+static mscclppResult_t connect_peer(struct transport_conn* conn, const uint8_t* key, const union sock_addr* theirs,
+                                    uint64_t deadline, int* out) {
+  MPP_CHECK(sock_connect(theirs, deadline, out));
+  uint8_t nonce[AUTH_NONCE_BYTES], h[TCP_HELLO_BYTES];
+  MPP_CHECK(auth_random(nonce, sizeof(nonce)));
+  tcp_hello(conn->tc->rank, conn->peer, conn->tag, nonce, h);
+  char who[64];
+  snprintf(who, sizeof(who), "tcp: rank %d (tag %d)", conn->peer, conn->tag);
+  return auth_client(*out, key, h, sizeof(h), deadline, who);
+}
+
+/* Sets up out_fd (to the peer's listener) and in_fd (from the peer) through the bootstrap. Each
+ * handshake needs its server to answer: the lower rank connects first while the higher accepts,
+ * then the other way round. */
 static mscclppResult_t open_sockets(struct transport_conn* conn, struct tcp_conn* t) {
   uint64_t deadline = time_deadline_ms(conn->tc->timeout_ms);
   union sock_addr local, bound, theirs;
+  uint8_t key[AUTH_KEY_BYTES];
   int lfd = -1;
   mscclppResult_t res = mscclppSuccess;
+  MPP_CHECK(tcp_key(conn, key));
   MPP_CHECK(sock_local_addr(&local));
   MPP_CHECK(sock_listen(&local, &lfd, &bound));
   MPP_CHECK_GOTO(exchange_addr(conn, &bound, &theirs), res, out);
-  /* The peer's listener queues our connection in its backlog, so connecting before accepting
-   * cannot deadlock with the peer doing the same. */
-  MPP_CHECK_GOTO(sock_connect(&theirs, deadline, &t->out_fd), res, out);
-  struct tcp_hdr hello = {.type = TCP_HELLO, .status = TCP_MAGIC, .region = conn->tc->comm_id,
-                          .offset = (uint64_t)conn->tc->rank, .arg = (uint64_t)(uint32_t)conn->tag};
-  MPP_CHECK_GOTO(sock_send_all(t->out_fd, &hello, sizeof(hello), deadline), res, out);
-  MPP_CHECK_GOTO(accept_peer(conn, lfd, deadline, &t->in_fd), res, out);
+  if (conn->tc->rank < conn->peer) {
+    MPP_CHECK_GOTO(connect_peer(conn, key, &theirs, deadline, &t->out_fd), res, out);
+    MPP_CHECK_GOTO(accept_peer(conn, key, lfd, deadline, &t->in_fd), res, out);
+  } else {
+    MPP_CHECK_GOTO(accept_peer(conn, key, lfd, deadline, &t->in_fd), res, out);
+    MPP_CHECK_GOTO(connect_peer(conn, key, &theirs, deadline, &t->out_fd), res, out);
+  }
 out:
   sock_close(&lfd);
   return res;

@@ -38,7 +38,9 @@ static const char* base_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
-/* Formats "file:line: message[: strerror]" into last_error and logs it. */
+static _Thread_local int err_quiet_on; /* see err_quiet */
+
+/* Formats "file:line: message[: strerror]" into last_error and logs it (unless quiet). */
 static void err_vrecord(mscclppResult_t res, int errnum, const char* file, int line, const char* fmt, va_list ap) {
   int n = snprintf(last_error, sizeof(last_error), "%s:%d: ", base_name(file), line);
   if (n < 0 || n >= (int)sizeof(last_error)) n = 0;
@@ -49,7 +51,13 @@ static void err_vrecord(mscclppResult_t res, int errnum, const char* file, int l
     const char* text = strerror_r(errnum, buf, sizeof(buf));
     snprintf(last_error + n, sizeof(last_error) - (size_t)n, ": %s", text);
   }
-  log_msg(LOG_WARN, LOG_SUB_ALL, "%s (%s)", last_error, mscclppGetErrorString(res));
+  if (!err_quiet_on) log_msg(LOG_WARN, LOG_SUB_ALL, "%s (%s)", last_error, mscclppGetErrorString(res));
+}
+
+int err_quiet(int on) {
+  int was = err_quiet_on;
+  err_quiet_on = on;
+  return was;
 }
 
 mscclppResult_t err_set(mscclppResult_t res, const char* file, int line, const char* fmt, ...) {

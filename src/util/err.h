@@ -18,6 +18,11 @@ mscclppResult_t err_set_errno(mscclppResult_t res, int errnum, const char* file,
 /* Clears this thread's last error (called at the start of each public entry point). */
 void err_clear(void);
 
+/* Whether this thread's recorded errors are also logged (on = 0, the default) or only recorded
+ * (on = 1: decoding what a stranger sent, whose refusal the caller logs with a rate limit).
+ * Returns the previous setting, for the caller to restore. */
+int err_quiet(int on);
+
 /* This thread's last error message (never NULL). */
 const char* err_last(void);
 

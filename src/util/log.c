@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mscclpp/core.h>
@@ -165,4 +166,59 @@ void mscclppDefaultLogHandler(const char* msg) {
 mscclppResult_t mscclppSetLogHandler(mscclppLogHandler_t handler) {
   atomic_store(&log_handler, handler);
   return mscclppSuccess;
+}
+
+static pthread_mutex_t log_rate_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned long long mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+/* With log_rate_mu held: starts a new window when the current one is over; returns how many
+ * lines were dropped in the window that ended (0 when none or when it is still open). */
+static unsigned long long rate_roll(struct log_rate* r, unsigned long long now) {
+  if (now - r->window_start_ns < (unsigned long long)LOG_RATE_WINDOW_MS * 1000000ull) return 0;
+  unsigned long long dropped = r->dropped;
+  r->window_start_ns = now;
+  r->lines = 0;
+  r->dropped = 0;
+  return dropped;
+}
+
+static void rate_summary(unsigned long long dropped, const char* what, int subsys) {
+  if (dropped)
+    log_msg(LOG_WARN, subsys, "%llu more %s not shown (at most %d lines per %d ms)", dropped, what, LOG_RATE_BURST,
+            LOG_RATE_WINDOW_MS);
+}
+
+void log_limited(struct log_rate* r, log_level_t level, int subsys, const char* what, const char* fmt, ...) {
+  if (!log_enabled(level, subsys)) return;
+  char what_copy[sizeof(r->what)];
+  pthread_mutex_lock(&log_rate_mu);
+  unsigned long long dropped = rate_roll(r, mono_ns());
+  snprintf(what_copy, sizeof(what_copy), "%s", r->what);
+  snprintf(r->what, sizeof(r->what), "%s", what);
+  int allowed = r->lines < LOG_RATE_BURST;
+  if (allowed) r->lines++;
+  else r->dropped++;
+  pthread_mutex_unlock(&log_rate_mu);
+  rate_summary(dropped, what_copy, subsys);
+  if (!allowed) return;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  log_msg(level, subsys, "%s", line);
+}
+
+void log_rate_tick(struct log_rate* r, int subsys) {
+  char what[sizeof(r->what)];
+  pthread_mutex_lock(&log_rate_mu);
+  unsigned long long dropped = r->dropped ? rate_roll(r, mono_ns()) : 0;
+  snprintf(what, sizeof(what), "%s", r->what);
+  pthread_mutex_unlock(&log_rate_mu);
+  rate_summary(dropped, what, subsys);
 }

@@ -39,6 +39,25 @@ void log_set_rank(int rank);
  * logger reads (and warns about) its settings now if it has not yet. */
 void log_echo_errors(int on);
 
+/* A rate limit for a warning that strangers can trigger at will (refused connections): at most
+ * LOG_RATE_BURST lines per LOG_RATE_WINDOW_MS window; the lines beyond are counted and reported
+ * by one summary line ("N more ... not shown") once the window is over, at the next limited line
+ * or log_rate_tick. Zero-initialise; any thread may use one (a lock inside log.c guards it). */
+#define LOG_RATE_BURST 5
+#define LOG_RATE_WINDOW_MS 1000
+struct log_rate {
+  unsigned long long window_start_ns;
+  unsigned lines;
+  unsigned long long dropped;
+  char what[96]; /* the summary's noun, from the last limited call */
+};
+/* Writes the line unless r's budget for this window is spent; `what` names the kind of event for
+ * the summary (e.g. "refused connections to bootstrap rank 3"). */
+void log_limited(struct log_rate* r, log_level_t level, int subsys, const char* what, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Writes the pending summary when r's window is over (call it now and then, e.g. per poll round). */
+void log_rate_tick(struct log_rate* r, int subsys);
+
 #define LOG_WARN_(sub, ...) log_msg(LOG_WARN, (sub), __VA_ARGS__)
 #define LOG_INFO_(sub, ...)                                           \
   do {                                                                \

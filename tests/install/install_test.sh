@@ -61,7 +61,7 @@ readelf -d "$tmp/consumer_pc" | grep -q 'NEEDED.*libmscclpp.so.0' || fail "consu
 step "pkg-config --static: static library"
 static_libs=$(pkg-config --static --libs mscclpp)
 echo "pkg-config --static --libs mscclpp: $static_libs"
-for l in -ljansson -lexpat -ldl -lrt -lm; do
+for l in -ljansson -lcrypto -lexpat -ldl -lrt -lm; do
   [[ " $static_libs " == *" $l "* ]] || fail "pkg-config --static --libs mscclpp lacks $l"
 done
 # The archive by name: with both in the folder, -lmscclpp would pick the shared library. Built into

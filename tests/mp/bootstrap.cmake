@@ -17,7 +17,11 @@ endforeach()
 # Strangers with wrong secrets or garbage are refused; the real ranks still succeed.
 mpp_mp_test(bootstrap_secret NRANKS 3 SOURCES ${_boot_dir}/bootstrap_secret.c)
 mpp_mp_test(bootstrap_secret NRANKS 4 SOURCES ${_boot_dir}/bootstrap_secret.c TESTNAME bootstrap_secret_env_n4)
-set_tests_properties(bootstrap_secret_env_n4 PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_SECRET=mp-test-secret-1234")
+set_tests_properties(bootstrap_secret_env_n4 PROPERTIES ENVIRONMENT
+                     "MSCCLPP_BOOTSTRAP_SECRET=mp-test-secret-1234;MSCCLPP_TEST_EXPECT_SECRET=mp-test-secret-1234")
+# What a hostile local process did to an unauthenticated job: join as a rank, inject a message,
+# hang up as rank 0, flood the log (tests/mp/bootstrap_hostile.c).
+mpp_mp_test(bootstrap_hostile NRANKS 4 SOURCES ${_boot_dir}/bootstrap_hostile.c)
 
 # A rank that never shows up: the others get Timeout within the bound.
 mpp_mp_test(bootstrap_timeout NRANKS 4 ARGS uid 3000 SOURCES ${_boot_dir}/bootstrap_timeout.c

@@ -26,20 +26,16 @@ static int rank, nranks;
 static void fake_join(const char* root_text, int wait_table) {
   union sock_addr root;
   CHECK_OK(sock_parse_addr(root_text, &root));
-  const char* env = getenv("MSCCLPP_BOOTSTRAP_SECRET");
   uint8_t secret[WIRE_SECRET_BYTES], hello[WIRE_HELLO_BYTES];
-  wire_secret_from_text(env && *env ? env : WIRE_DEFAULT_SECRET_TEXT, secret);
+  mp_job_secret(secret);
   int lfd = socket(AF_INET, SOCK_STREAM, 0); /* a listener that dies with us */
   struct sockaddr_in la = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t alen = sizeof(la);
   CHECK(bind(lfd, (struct sockaddr*)&la, sizeof(la)) == 0 && listen(lfd, 16) == 0);
   CHECK(getsockname(lfd, (struct sockaddr*)&la, &alen) == 0);
-  struct wire_hello h = {.kind = WIRE_KIND_ROOT, .rank = rank, .nranks = nranks, .timeout_ms = TIMEOUT_S * 1000};
-  memcpy(h.secret, secret, sizeof(secret));
-  h.addr.sin = la;
-  wire_encode_hello(&h, hello);
+  mp_hello_at(WIRE_KIND_ROOT, rank, nranks, ntohs(la.sin_port), hello);
   int fd = mp_raw_connect(&root);
-  CHECK(send(fd, hello, sizeof(hello), MSG_NOSIGNAL) == (ssize_t)sizeof(hello));
+  CHECK_MSG(mp_handshake(fd, secret, hello), "the root did not prove the job's secret");
   if (wait_table) {
     char c;
     CHECK(recv(fd, &c, 1, MSG_WAITALL) == 1);

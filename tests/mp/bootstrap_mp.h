@@ -15,8 +15,13 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "util/err.h"
+#include "util/timeutil.h"
+
+#include "bootstrap/internal.h"
 #include "bootstrap/wire.h"
 #include "helpers.h"
+#include "util/auth.h"
 #include "util/socket.h"
 
 static inline int mp_env_int(const char* name) {
@@ -94,8 +99,50 @@ static inline int mp_raw_connect(const union sock_addr* addr) {
 
 /* Sends len bytes on fd and asserts that the other side then closes the connection (EOF or
  * reset) within 15 s without sending anything. */
+static inline void mp_expect_closed(int fd, const char* what);
 static inline void mp_expect_refused(int fd, const void* msg, size_t len, const char* what) {
   CHECK_MSG(send(fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len, "%s: send: %s", what, strerror(errno));
+  mp_expect_closed(fd, what);
+}
+
+/* The secret that the library derives for this job's "host:port" root (MSCCLPP_BOOTSTRAP_SECRET,
+ * which mscclpp-run sets, else a launcher's job id, else the public default). */
+static inline void mp_job_secret(uint8_t secret[WIRE_SECRET_BYTES]) { CHECK_OK(boot_address_secret(1, secret)); }
+
+/* A hello of the given kind from `rank` of `nranks` (fresh nonce, listening on 127.0.0.1:port). */
+static inline void mp_hello_at(int kind, int rank, int nranks, int port, uint8_t out[WIRE_HELLO_BYTES]) {
+  struct wire_hello h = {.kind = kind, .rank = rank, .nranks = nranks, .timeout_ms = 60000};
+  CHECK_OK(auth_random(h.nonce, sizeof(h.nonce)));
+  h.addr.sin.sin_family = AF_INET;
+  h.addr.sin.sin_port = htons((uint16_t)port);
+  h.addr.sin.sin_addr.s_addr = htonl(0x7f000001);
+  wire_encode_hello(&h, out);
+}
+static inline void mp_hello(int kind, int rank, int nranks, uint8_t out[WIRE_HELLO_BYTES]) {
+  mp_hello_at(kind, rank, nranks, 9, out);
+}
+
+/* The connecting side of a handshake by hand: sends hello, reads the challenge (15 s at most) and,
+ * when it proves `secret`, sends our proof under it; otherwise sends a forged proof (what a
+ * stranger can do). Returns 1 when the peer proved `secret`. */
+static inline int mp_handshake(int fd, const uint8_t secret[WIRE_SECRET_BYTES], const uint8_t hello[WIRE_HELLO_BYTES]) {
+  uint8_t key[WIRE_KEY_BYTES], chal[AUTH_CHALLENGE_BYTES], proof[AUTH_PROOF_BYTES];
+  CHECK_OK(wire_boot_key(secret, key));
+  CHECK(send(fd, hello, WIRE_HELLO_BYTES, MSG_NOSIGNAL) == WIRE_HELLO_BYTES);
+  CHECK_OK(sock_recv_all(fd, chal, sizeof(chal), time_deadline_ms(15000)));
+  int quiet = err_quiet(1);
+  int proved = auth_answer_challenge(key, hello, WIRE_HELLO_BYTES, chal, "peer", proof) == mscclppSuccess;
+  err_quiet(quiet);
+  if (!proved) { /* a forged proof: the right header, a MAC made without the key */
+    memcpy(proof, "MPAP\x01\0\0\0", 8);
+    CHECK_OK(auth_random(proof + 8, AUTH_MAC_BYTES));
+  }
+  CHECK(send(fd, proof, sizeof(proof), MSG_NOSIGNAL) == (ssize_t)sizeof(proof));
+  return proved;
+}
+
+/* Asserts that the other side closes fd within 15 s without sending anything more. */
+static inline void mp_expect_closed(int fd, const char* what) {
   struct pollfd p = {.fd = fd, .events = POLLIN};
   CHECK_MSG(poll(&p, 1, 15000) == 1, "%s: the connection was not closed within 15 s", what);
   char c;
@@ -104,14 +151,11 @@ static inline void mp_expect_refused(int fd, const void* msg, size_t len, const 
   close(fd);
 }
 
-/* A hello of the given kind from `rank` of `nranks`, with `secret`. */
-static inline void mp_hello(int kind, int rank, int nranks, const uint8_t* secret, uint8_t out[WIRE_HELLO_BYTES]) {
-  struct wire_hello h = {.kind = kind, .rank = rank, .nranks = nranks, .timeout_ms = 60000};
-  memcpy(h.secret, secret, WIRE_SECRET_BYTES);
-  h.addr.sin.sin_family = AF_INET;
-  h.addr.sin.sin_port = htons(9);
-  h.addr.sin.sin_addr.s_addr = htonl(0x7f000001);
-  wire_encode_hello(&h, out);
+/* A handshake by hand with `secret` (see mp_handshake), then the peer must close the connection:
+ * a stranger's forged proof, or a proved connection the peer has no use for. */
+static inline void mp_expect_refused_handshake(int fd, const uint8_t* secret, const uint8_t* hello, const char* what) {
+  mp_handshake(fd, secret, hello);
+  mp_expect_closed(fd, what);
 }
 
 #endif /* MPP_TESTS_MP_BOOTSTRAP_MP_H_ */

@@ -1,10 +1,11 @@
 /* bootstrap_secret.c - strangers are refused. Before joining, the last rank connects to the root
- * (started by rank 0 from "host:port") with a hello carrying a wrong secret, with garbage, with
- * half a hello, and with idle connections it keeps open; after init it sends rank 0's listener a
- * hello with a wrong secret, a ring hello rank 0 did not expect, a hello for another nranks, and
+ * (started by rank 0 from "host:port") with a handshake under a wrong secret (whose challenge
+ * must not verify, and whose forged proof is refused), with garbage, with half a hello, and with
+ * idle connections it keeps open; after init it runs a handshake with rank 0's listener under a
+ * wrong secret, a proved ring handshake rank 0 did not expect, a hello for another nranks, and
  * garbage, and floods it with idle connections. Each bad connection must be closed by the other
  * side, rank 0 must log each refusal naming the remote address, and the real ranks must still
- * work. Run with MSCCLPP_BOOTSTRAP_SECRET set, the fixed default secret is one more wrong one.
+ * work. With MSCCLPP_BOOTSTRAP_SECRET set, the fixed default secret is one more wrong one.
  * (Reaches into the communicator for rank 0's listen address and the secret.) */
 #include <stdatomic.h>
 
@@ -47,8 +48,10 @@ static int intrude_root(const union sock_addr* root, int nranks) {
   flood(root, ROOT_FLOOD);
   uint8_t secret[WIRE_SECRET_BYTES], hello[WIRE_HELLO_BYTES];
   CHECK_OK(wire_random_secret(secret));
-  mp_hello(WIRE_KIND_ROOT, 0, nranks, secret, hello);
-  mp_expect_refused(mp_raw_connect(root), hello, sizeof(hello), "root, random secret");
+  mp_hello(WIRE_KIND_ROOT, 0, nranks, hello);
+  int fd = mp_raw_connect(root);
+  CHECK_MSG(!mp_handshake(fd, secret, hello), "the root's challenge verified under a random secret");
+  mp_expect_closed(fd, "root, random secret");
   uint8_t junk[WIRE_HELLO_BYTES];
   for (size_t i = 0; i < sizeof(junk); i++) junk[i] = (uint8_t)(i * 37 + 1);
   mp_expect_refused(mp_raw_connect(root), junk, sizeof(junk), "root, garbage");
@@ -56,9 +59,9 @@ static int intrude_root(const union sock_addr* root, int nranks) {
   CHECK(send(half, hello, 10, MSG_NOSIGNAL) == 10);
   close(half);
   if (env_secret_set()) {
-    wire_secret_from_text(WIRE_DEFAULT_SECRET_TEXT, secret);
-    mp_hello(WIRE_KIND_ROOT, 0, nranks, secret, hello);
-    mp_expect_refused(mp_raw_connect(root), hello, sizeof(hello), "root, default secret");
+    CHECK_OK(wire_secret_from_text(WIRE_DEFAULT_SECRET_TEXT, secret));
+    mp_hello(WIRE_KIND_ROOT, 0, nranks, hello);
+    mp_expect_refused_handshake(mp_raw_connect(root), secret, hello, "root, default secret");
   }
   return idle;
 }
@@ -69,11 +72,11 @@ static void intrude_listener(struct bootstrap* b) {
   uint8_t bad[WIRE_SECRET_BYTES], hello[WIRE_HELLO_BYTES];
   memcpy(bad, b->secret, sizeof(bad));
   bad[7] ^= 0x40;
-  mp_hello(WIRE_KIND_P2P, b->rank, b->nranks, bad, hello);
-  mp_expect_refused(mp_raw_connect(rank0), hello, sizeof(hello), "rank 0, wrong secret");
-  mp_hello(WIRE_KIND_RING, b->rank, b->nranks, b->secret, hello); /* rank 0's ring is already connected */
-  mp_expect_refused(mp_raw_connect(rank0), hello, sizeof(hello), "rank 0, second ring connection");
-  mp_hello(WIRE_KIND_P2P, b->rank, b->nranks + 1, b->secret, hello);
+  mp_hello(WIRE_KIND_P2P, b->rank, b->nranks, hello);
+  mp_expect_refused_handshake(mp_raw_connect(rank0), bad, hello, "rank 0, wrong secret");
+  mp_hello(WIRE_KIND_RING, b->rank, b->nranks, hello); /* rank 0's ring is already connected */
+  mp_expect_refused_handshake(mp_raw_connect(rank0), b->secret, hello, "rank 0, second ring connection");
+  mp_hello(WIRE_KIND_P2P, b->rank, b->nranks + 1, hello);
   mp_expect_refused(mp_raw_connect(rank0), hello, sizeof(hello), "rank 0, other nranks");
   memset(hello, 0xff, sizeof(hello));
   mp_expect_refused(mp_raw_connect(rank0), hello, sizeof(hello), "rank 0, garbage");
@@ -96,6 +99,8 @@ static void check_healthy(mscclppComm_t comm, int rank, int nranks) {
 int main(void) {
   int rank = mp_env_int("MSCCLPP_RANK"), nranks = mp_env_int("MSCCLPP_WORLD_SIZE");
   CHECK_MSG(nranks >= 2, "needs 2 ranks or more");
+  const char* want = getenv("MSCCLPP_TEST_EXPECT_SECRET"); /* mscclpp-run keeps a secret the user set */
+  if (want) CHECK_MSG(env_secret_set() && strcmp(getenv("MSCCLPP_BOOTSTRAP_SECRET"), want) == 0, "secret replaced");
   char root_text[300];
   mp_root(root_text, sizeof(root_text));
   union sock_addr root;

@@ -3,3 +3,7 @@ mpp_unit_test(bootstrap_wire ${CMAKE_CURRENT_LIST_DIR}/bootstrap_wire.c)
 mpp_unit_test(bootstrap_id ${CMAKE_CURRENT_LIST_DIR}/bootstrap_id.c)
 mpp_unit_test(bootstrap_env ${CMAKE_CURRENT_LIST_DIR}/bootstrap_env.c)
 mpp_unit_test(bootstrap_threads ${CMAKE_CURRENT_LIST_DIR}/bootstrap_threads.c)
+# Authentication: a squatter on the master port learns no secret and no MAC; where the secret of a
+# "host:port" rendezvous comes from (and the one warning when there is none).
+mpp_unit_test(bootstrap_squat ${CMAKE_CURRENT_LIST_DIR}/bootstrap_squat.c)
+mpp_unit_test(bootstrap_secret_source ${CMAKE_CURRENT_LIST_DIR}/bootstrap_secret_source.c)

@@ -1,11 +1,12 @@
 /* bootstrap_wire.c - the bootstrap's wire format: every encoder round-trips through its decoder,
  * and truncated, oversized, bad-magic, bad-version, bad-rank and bad-address inputs are refused
- * with a message. */
+ * with a message; the handshake's MACs bind the hello and the nonces and need the key. */
 #include <arpa/inet.h>
 #include <string.h>
 
 #include "bootstrap/wire.h"
 #include "helpers.h"
+#include "util/auth.h"
 
 static union sock_addr v4(const char* ip, int port) {
   union sock_addr a;
@@ -86,7 +87,7 @@ static void test_id(void) {
 
 static void encode_hello(int kind, int rank, int nranks, uint8_t* buf) {
   struct wire_hello h = {.kind = kind, .rank = rank, .nranks = nranks, .timeout_ms = 1234};
-  memset(h.secret, 0xab, sizeof(h.secret));
+  memset(h.nonce, 0xab, sizeof(h.nonce));
   h.addr = v6("2001:db8::5", 777, 0);
   wire_encode_hello(&h, buf);
 }
@@ -97,7 +98,7 @@ static void test_hello(void) {
   encode_hello(WIRE_KIND_RING, 3, 8, buf);
   CHECK_OK(wire_decode_hello(buf, WIRE_HELLO_BYTES, &out));
   CHECK(out.kind == WIRE_KIND_RING && out.rank == 3 && out.nranks == 8 && out.timeout_ms == 1234);
-  CHECK(out.secret[0] == 0xab && out.secret[15] == 0xab);
+  CHECK(out.nonce[0] == 0xab && out.nonce[15] == 0xab);
   union sock_addr expect = v6("2001:db8::5", 777, 0);
   CHECK(same_addr(&out.addr, &expect));
   for (size_t len = 0; len < WIRE_HELLO_BYTES; len += 7) CHECK_RES(wire_decode_hello(buf, len, &out), mscclppRemoteError);
@@ -118,8 +119,9 @@ static void test_hello(void) {
   CHECK_RES(wire_decode_hello(buf, WIRE_HELLO_BYTES, &out), mscclppRemoteError);
   CHECK(strstr(mscclppGetLastError(), "magic") != NULL);
   encode_hello(WIRE_KIND_ROOT, 0, 1, buf);
-  buf[4] = 2; /* version */
+  buf[4] = 1; /* the version that carried the secret in clear */
   CHECK_RES(wire_decode_hello(buf, WIRE_HELLO_BYTES, &out), mscclppRemoteError);
+  CHECK(strstr(mscclppGetLastError(), "version 1, this library speaks 2") != NULL);
   encode_hello(WIRE_KIND_ROOT, 0, 1, buf);
   buf[40] = 0; /* address family */
   CHECK_RES(wire_decode_hello(buf, WIRE_HELLO_BYTES, &out), mscclppRemoteError);
@@ -182,13 +184,67 @@ static void test_secrets(void) {
   CHECK_OK(wire_random_secret(b));
   CHECK(!wire_secret_equal(a, b));
   CHECK(wire_secret_equal(a, a));
-  wire_secret_from_text("hunter2", a);
-  wire_secret_from_text("hunter2", b);
+  CHECK_OK(wire_secret_from_text("hunter2", a));
+  CHECK_OK(wire_secret_from_text("hunter2", b));
   CHECK(wire_secret_equal(a, b));
-  wire_secret_from_text("hunter3", b);
+  CHECK_OK(wire_secret_from_text("hunter3", b));
   CHECK(!wire_secret_equal(a, b));
-  wire_secret_from_text("", b);
+  CHECK_OK(wire_secret_from_text("", b));
   CHECK(!wire_secret_equal(a, b));
+  /* HKDF-SHA256 itself: RFC 5869's test case 3 (no salt, no info) is not reachable through our
+   * fixed salts; check that the key differs from the secret and from another secret's key. */
+  uint8_t ka[WIRE_KEY_BYTES], kb[WIRE_KEY_BYTES];
+  CHECK_OK(wire_boot_key(a, ka));
+  CHECK_OK(wire_boot_key(b, kb));
+  CHECK(memcmp(ka, kb, sizeof(ka)) != 0 && memcmp(ka, a, sizeof(a)) != 0);
+}
+
+/* The handshake of util/auth.h over a bootstrap hello: both proofs hold with the same key; a
+ * wrong key, a changed hello (rank, nranks, kind) or a replayed proof for another nonce fail; the
+ * hello carries no secret; two hellos' challenges differ. */
+static void test_handshake(void) {
+  uint8_t secret[WIRE_SECRET_BYTES], key[WIRE_KEY_BYTES], other[WIRE_KEY_BYTES];
+  CHECK_OK(wire_random_secret(secret));
+  CHECK_OK(wire_boot_key(secret, key));
+  memcpy(other, key, sizeof(key));
+  other[7] ^= 1;
+  struct wire_hello h = {.kind = WIRE_KIND_ROOT, .rank = 2, .nranks = 4, .timeout_ms = 1000};
+  CHECK_OK(auth_random(h.nonce, sizeof(h.nonce)));
+  h.addr = v4("127.0.0.1", 4000);
+  uint8_t hello[WIRE_HELLO_BYTES];
+  wire_encode_hello(&h, hello);
+  CHECK(memmem(hello, sizeof(hello), secret, sizeof(secret)) == NULL);
+  CHECK(memmem(hello, sizeof(hello), key, 8) == NULL);
+
+  uint8_t nonce[AUTH_NONCE_BYTES], chal[AUTH_CHALLENGE_BYTES], proof[AUTH_PROOF_BYTES];
+  CHECK_OK(auth_make_challenge(key, hello, sizeof(hello), nonce, chal));
+  CHECK(memmem(chal, sizeof(chal), secret, sizeof(secret)) == NULL);
+  CHECK_OK(auth_answer_challenge(key, hello, sizeof(hello), chal, "the root", proof));
+  CHECK(auth_check_proof(key, hello, sizeof(hello), nonce, proof));
+  /* A client with another key refuses the server's challenge, naming the secret. */
+  uint8_t proof2[AUTH_PROOF_BYTES];
+  CHECK_RES(auth_answer_challenge(other, hello, sizeof(hello), chal, "the root", proof2), mscclppRemoteError);
+  CHECK(strstr(mscclppGetLastError(), "did not prove") != NULL);
+  /* A server with another key refuses the proof. */
+  CHECK(!auth_check_proof(other, hello, sizeof(hello), nonce, proof));
+  /* The proof is bound to the hello: another rank, nranks or kind makes it invalid. */
+  uint8_t changed[WIRE_HELLO_BYTES];
+  size_t offsets[] = {6, 24, 28, 8};
+  for (size_t i = 0; i < sizeof(offsets) / sizeof(offsets[0]); i++) {
+    memcpy(changed, hello, sizeof(hello));
+    changed[offsets[i]] ^= 1;
+    CHECK(!auth_check_proof(key, changed, sizeof(changed), nonce, proof));
+  }
+  /* Replay: the same proof for a second challenge (fresh nonce) of the same hello fails, and the
+   * challenges (their MACs) differ. */
+  uint8_t nonce2[AUTH_NONCE_BYTES], chal2[AUTH_CHALLENGE_BYTES];
+  CHECK_OK(auth_make_challenge(key, hello, sizeof(hello), nonce2, chal2));
+  CHECK(memcmp(chal + 24, chal2 + 24, AUTH_MAC_BYTES) != 0);
+  CHECK(!auth_check_proof(key, hello, sizeof(hello), nonce2, proof));
+  /* A challenge of another handshake version is refused by name. */
+  chal[4] = 9;
+  CHECK_RES(auth_answer_challenge(key, hello, sizeof(hello), chal, "rank 1", proof2), mscclppRemoteError);
+  CHECK(strstr(mscclppGetLastError(), "handshake version 9") != NULL);
 }
 
 int main(void) {
@@ -198,6 +254,7 @@ int main(void) {
   test_table();
   test_frame();
   test_secrets();
+  test_handshake();
   printf("bootstrap_wire: ok\n");
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 
 #define PAGE 4096
 
-static void child_maps(uint64_t comm_id, uint64_t id, uint64_t key) {
+static void child_maps(const uint8_t* comm_id, uint64_t id, uint64_t key) {
   int fd = -1;
   uint64_t size = 0;
   CHECK_OK(fd_fetch(comm_id, 1, 0, id, key, 5000, &fd, &size));
@@ -26,7 +27,10 @@ static void child_maps(uint64_t comm_id, uint64_t id, uint64_t key) {
 }
 
 int main(void) {
-  uint64_t comm_id = 0x5eed000000000000ull ^ (uint64_t)getpid() << 16 ^ (uint64_t)time(NULL);
+  uint8_t comm_id[FD_KEY_BYTES], other[FD_KEY_BYTES]; /* the communicator's key */
+  CHECK(getrandom(comm_id, sizeof(comm_id), 0) == (ssize_t)sizeof(comm_id));
+  memcpy(other, comm_id, sizeof(other));
+  other[0] ^= 1;
   struct fd_service* s = NULL;
   CHECK_OK(fd_service_start(comm_id, 0, 2, &s));
   int mfd = memfd_create("test", MFD_CLOEXEC);
@@ -56,7 +60,7 @@ int main(void) {
   CHECK_RES(fd_fetch(comm_id, 5, 0, id, key, 2000, &fd, &size), mscclppRemoteError);     /* rank out of range */
   CHECK(strstr(mscclppGetLastError(), "not a rank") != NULL);
   CHECK_RES(fd_fetch(comm_id, 0, 0, id, key, 2000, &fd, &size), mscclppRemoteError); /* the owner itself */
-  CHECK_RES(fd_fetch(comm_id ^ 1, 1, 0, id, key, 200, &fd, &size), mscclppRemoteError); /* no such service */
+  CHECK_RES(fd_fetch(other, 1, 0, id, key, 200, &fd, &size), mscclppRemoteError); /* no such service */
   CHECK(strstr(mscclppGetLastError(), "unreachable") != NULL);
   CHECK(fd == -1);
 
