@@ -16,6 +16,22 @@
 
 #include "helpers.h"
 
+/* Under AddressSanitizer (its shadow memory and quarantine of freed blocks inflate RSS, its checks
+ * slow everything) the RSS bounds are reported but not asserted and time bounds are 4x: the plain
+ * build asserts them. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+#define RSS_OK(cond) (SANITIZED || (cond))
+#define SLOW (SANITIZED ? 4.0 : 1.0)
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -87,30 +103,30 @@ int main(void) {
   t0 = now_s();
   expect_refused(mscclppPlanLoadFile(path, &plan), "'threadblocks': more than 65536 blocks");
   printf("70000 blocks: refused in %.2f s, peak RSS +%.0f MB\n", now_s() - t0, peak_mb() - base);
-  CHECK_MSG(peak_mb() - base < 48, "peak RSS grew by %.0f MB", peak_mb() - base);
+  CHECK_MSG(RSS_OK(peak_mb() - base < 48), "peak RSS grew by %.0f MB", peak_mb() - base);
   CHECK(plan == NULL);
 
   write_xml(path, 65000);
   t0 = now_s();
   expect_refused(mscclppPlanRegisterMscclXml(path, NULL, NULL), "<step> and <copy> elements");
   printf("XML of 130000 steps: refused in %.2f s, peak RSS +%.0f MB\n", now_s() - t0, peak_mb() - base);
-  CHECK_MSG(peak_mb() - base < 64, "peak RSS grew by %.0f MB", peak_mb() - base);
+  CHECK_MSG(RSS_OK(peak_mb() - base < 64), "peak RSS grew by %.0f MB", peak_mb() - base);
 
   write_plan(path, 2, 4, 110000); /* 93 MB */
   t0 = now_s();
   expect_refused(mscclppPlanLoadFile(path, &plan), "MSCCLPP_PLAN_MAX_VALUES");
   double dt = now_s() - t0;
   printf("93 MB plan: refused in %.2f s, peak RSS %.0f MB\n", dt, peak_mb());
-  CHECK_MSG(dt < 5.0, "refusing took %.1f s", dt);
-  CHECK_MSG(peak_mb() < 400, "peak RSS %.0f MB", peak_mb());
+  CHECK_MSG(dt < 5.0 * SLOW, "refusing took %.1f s", dt);
+  CHECK_MSG(RSS_OK(peak_mb() < 400), "peak RSS %.0f MB", peak_mb());
 
   write_plan(path, 2, 4, 11000); /* about 1.3 million values, 9 MB: under the limit */
   t0 = now_s();
   CHECK_OK(mscclppPlanLoadFile(path, &plan));
   dt = now_s() - t0;
   printf("9 MB plan: loaded in %.2f s, peak RSS %.0f MB\n", dt, peak_mb());
-  CHECK_MSG(dt < 15.0, "loading took %.1f s", dt);
-  CHECK_MSG(peak_mb() < 400, "peak RSS %.0f MB", peak_mb());
+  CHECK_MSG(dt < 15.0 * SLOW, "loading took %.1f s", dt);
+  CHECK_MSG(RSS_OK(peak_mb() < 400), "peak RSS %.0f MB", peak_mb());
   CHECK_OK(mscclppPlanDestroy(plan));
   unlink(path);
   printf("plan_limits: OK\n");
