@@ -9,6 +9,13 @@
 extern "C" {
 #endif
 
+/* A communicator. Rules (docs/errors.md): a destroyed or never-initialised handle is an
+ * InvalidUsage error, never a crash; one thread at a time may call into a communicator (another
+ * thread's call meanwhile fails with InvalidUsage), except the queries (rank, size, local rank,
+ * rank kind, device, device error) and mscclppCommAbort, which any thread may call. After an
+ * argument error the communicator is unchanged; after a collective failed between ranks (mismatch,
+ * timeout, dead peer) its collectives and sends/receives fail naming that error, and only destroy
+ * or abort remain. */
 typedef struct mscclppComm* mscclppComm_t;
 
 /* An opaque id that ranks share to find each other: the root's address and a random secret.
@@ -82,7 +89,9 @@ mscclppResult_t mscclppGetCudaDevice(int* device);
  * does not link the CUDA runtime itself. InvalidArgument when there is no such device. */
 mscclppResult_t mscclppSetCudaDevice(int device);
 
-/* Tears down after the other ranks are done with this one (no collective wait). */
+/* Tears down after the other ranks are done with this one (no collective wait). InvalidUsage, and
+ * nothing is freed, while another thread's call is inside comm; calls queued in a group on comm
+ * make that group's mscclppGroupEnd fail without running any of its calls. */
 mscclppResult_t mscclppCommDestroy(mscclppComm_t comm);
 /* Tears down at once: sockets are closed so that peers blocked on this rank fail promptly. May be
  * called from another thread while calls are blocked in comm: they return mscclppAborted

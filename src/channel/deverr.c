@@ -11,7 +11,7 @@
 
 mscclppResult_t mscclppCommGetDeviceError(mscclppComm_t comm, mscclppDeviceError* out) {
   err_clear();
-  COMM_CHECK(comm);
+  COMM_CHECK_SHARED(comm); /* a watchdog thread may poll beside a running call */
   MPP_CHECK_ARG(out != NULL, "mscclppCommGetDeviceError: out is NULL");
   memset(out, 0, sizeof(*out));
   struct chan_ext* x = chan_ext_find(comm);

@@ -7,11 +7,17 @@
 #include "core/comm.h"
 #include "util/err.h"
 
-/* Checks comm, datatype and count and fills the common fields of *a. blocks: how many count-sized
+/* Every public call here begins with this: comm checked against the registry of live communicators
+ * (a destroyed or garbage handle is an error, never read) and held exclusively until the call
+ * returns (mscclppCommAbort waits for it; another thread's call on comm is refused). */
+#define COLL_ENTER(fn, comm)                              \
+  MPP_CHECK_ARG((comm) != NULL, "%s: comm is NULL", (fn)); \
+  COMM_HOLD(comm, fn)
+
+/* Checks datatype and count (comm is held) and fills the common fields of *a. blocks: how many count-sized
  * blocks the larger of the two buffers holds (nranks for allgather, reducescatter, alltoall). */
 static mscclppResult_t prepare(const char* fn, mscclppComm_t comm, enum algo_coll coll, size_t count,
                                mscclppDataType_t dtype, int multi, struct algo_comm** ac, struct algo_args* a) {
-  MPP_CHECK_ARG(comm != NULL, "%s: comm is NULL", fn);
   size_t es = elem_dtype_size((int)dtype);
   MPP_CHECK_ARG(es != 0, "%s: datatype %d is not a valid mscclppDataType_t (0..%d)", fn, (int)dtype, ELEM_DTYPE_COUNT - 1);
   size_t blocks = multi ? (size_t)comm->nranks : 1;
@@ -53,7 +59,6 @@ static mscclppResult_t check_bufs(const char* fn, const void* send, int need_sen
 
 static mscclppResult_t run(struct algo_comm* ac, const struct algo_args* a) {
   if (a->count == 0) return mscclppSuccess;
-  COMM_HOLD(ac->comm, algo_coll_name(a->coll)); /* mscclppCommAbort waits for the call to leave */
   return coll_in_group() ? coll_group_add(ac, a) : coll_dispatch(ac, a);
 }
 
@@ -71,6 +76,7 @@ mscclppResult_t mscclppAllReduce(const void* sendbuff, void* recvbuff, size_t co
                                  mscclppRedOp_t op, mscclppComm_t comm, void* stream) {
   static const char fn[] = "mscclppAllReduce";
   err_clear();
+  COLL_ENTER(fn, comm);
   struct algo_comm* ac;
   struct algo_args a;
   MPP_CHECK(prepare(fn, comm, ALGO_COLL_ALLREDUCE, count, datatype, 0, &ac, &a));
@@ -83,6 +89,7 @@ mscclppResult_t mscclppReduce(const void* sendbuff, void* recvbuff, size_t count
                               mscclppRedOp_t op, int root, mscclppComm_t comm, void* stream) {
   static const char fn[] = "mscclppReduce";
   err_clear();
+  COLL_ENTER(fn, comm);
   struct algo_comm* ac;
   struct algo_args a;
   MPP_CHECK(prepare(fn, comm, ALGO_COLL_REDUCE, count, datatype, 0, &ac, &a));
@@ -97,6 +104,7 @@ mscclppResult_t mscclppReduceScatter(const void* sendbuff, void* recvbuff, size_
                                      mscclppRedOp_t op, mscclppComm_t comm, void* stream) {
   static const char fn[] = "mscclppReduceScatter";
   err_clear();
+  COLL_ENTER(fn, comm);
   struct algo_comm* ac;
   struct algo_args a;
   MPP_CHECK(prepare(fn, comm, ALGO_COLL_REDUCESCATTER, recvcount, datatype, 1, &ac, &a));
@@ -110,6 +118,7 @@ mscclppResult_t mscclppAllGather(const void* sendbuff, void* recvbuff, size_t se
                                  mscclppComm_t comm, void* stream) {
   static const char fn[] = "mscclppAllGather";
   err_clear();
+  COLL_ENTER(fn, comm);
   struct algo_comm* ac;
   struct algo_args a;
   MPP_CHECK(prepare(fn, comm, ALGO_COLL_ALLGATHER, sendcount, datatype, 1, &ac, &a));
@@ -124,6 +133,7 @@ mscclppResult_t mscclppAllToAll(const void* sendbuff, void* recvbuff, size_t cou
                                 mscclppComm_t comm, void* stream) {
   static const char fn[] = "mscclppAllToAll";
   err_clear();
+  COLL_ENTER(fn, comm);
   struct algo_comm* ac;
   struct algo_args a;
   MPP_CHECK(prepare(fn, comm, ALGO_COLL_ALLTOALL, count, datatype, 1, &ac, &a));
@@ -137,6 +147,7 @@ mscclppResult_t mscclppBroadcast(const void* sendbuff, void* recvbuff, size_t co
                                  mscclppComm_t comm, void* stream) {
   static const char fn[] = "mscclppBroadcast";
   err_clear();
+  COLL_ENTER(fn, comm);
   struct algo_comm* ac;
   struct algo_args a;
   MPP_CHECK(prepare(fn, comm, ALGO_COLL_BROADCAST, count, datatype, 0, &ac, &a));
@@ -151,6 +162,7 @@ mscclppResult_t mscclppBroadcast(const void* sendbuff, void* recvbuff, size_t co
 /* Send and receive: count elements of datatype to or from peer. */
 static mscclppResult_t p2p(const char* fn, int is_send, void* buf, size_t count, mscclppDataType_t datatype, int peer,
                            mscclppComm_t comm, void* stream) {
+  COLL_ENTER(fn, comm);
   struct algo_comm* ac;
   struct algo_args a;
   MPP_CHECK(prepare(fn, comm, ALGO_COLL_SENDRECV, count, datatype, 0, &ac, &a));

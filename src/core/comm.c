@@ -81,7 +81,8 @@ static mscclppResult_t comm_setup(struct mscclppComm* c, const mscclppUniqueId* 
   return comm_objects_init(c);
 }
 
-static void comm_free(struct mscclppComm* c, int abort) {
+/* Frees what c holds, not c itself. */
+static void comm_free_resources(struct mscclppComm* c, int abort) {
   comm_ext_fini_all(c, abort);
   if (c->objs) comm_objects_fini(c, abort);
   if (c->boot) {
@@ -90,7 +91,6 @@ static void comm_free(struct mscclppComm* c, int abort) {
   }
   free(c->peers);
   pthread_mutex_destroy(&c->ext_lock);
-  free(c);
 }
 
 /* The one init path behind every public init function. */
@@ -116,10 +116,12 @@ static mscclppResult_t comm_init(mscclppComm_t* out, int nranks, const mscclppUn
             c->kind == mscclppRankGpu ? "GPU" : "CPU", c->kind == mscclppRankGpu ? " on device " : " ",
             c->kind == mscclppRankGpu ? c->cuda_dev : rank, c->local_rank, c->local_size,
             (unsigned long long)c->comm_id);
+  MPP_CHECK_GOTO(comm_handle_add(c), res, fail);
   *out = c;
   return mscclppSuccess;
 fail:
-  comm_free(c, 1);
+  comm_free_resources(c, 1);
+  free(c); /* never registered: no handle to it exists */
   return res;
 }
 
@@ -162,37 +164,24 @@ mscclppResult_t mscclppCommInitFromEnv(mscclppComm_t* comm, const mscclppConfig_
   return comm_init(comm, env.nranks, &id, env.rank, config, dev);
 }
 
-struct mscclppComm* comm_guard_enter(struct mscclppComm* comm) {
-  atomic_fetch_add(&comm->busy, 1);
-  /* Sequentially consistent with the abort's store then load: either the abort sees this call's
-   * count, or this call sees the abort's flag (or both). */
-  if (atomic_load(&comm->aborting)) {
-    atomic_fetch_sub(&comm->busy, 1);
-    return NULL;
-  }
-  return comm;
-}
-
-void comm_guard_leave(struct mscclppComm** held) {
-  if (*held != NULL) atomic_fetch_sub(&(*held)->busy, 1);
-}
-
+/* Destroy refuses a communicator that a call (of another thread) is inside; a destroyed handle
+ * stays recognisable (handles.c), and queued group calls on it fail at mscclppGroupEnd. */
 mscclppResult_t mscclppCommDestroy(mscclppComm_t comm) {
   err_clear();
   MPP_CHECK_ARG(comm != NULL, "%s: communicator is NULL", __func__);
-  comm_free(comm, 0);
+  MPP_CHECK(comm_handle_retire(comm, __func__));
+  comm_free_resources(comm, 0);
+  comm_handle_bury(comm);
   return mscclppSuccess;
 }
 
 /* Waits (bounded by the communicator's timeout) until no public call is inside comm. */
-static int comm_drained(struct mscclppComm* comm) {
+static void comm_drain(struct mscclppComm* comm) {
   uint64_t deadline = time_deadline_ms(comm->timeout_ms);
-  while (atomic_load(&comm->busy) > 0) {
-    if (time_now_ns() >= deadline) return 0;
+  while (atomic_load(&comm->busy) > 0 && time_now_ns() < deadline) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
-  return 1;
 }
 
 mscclppResult_t mscclppCommAbort(mscclppComm_t comm) {
@@ -200,14 +189,16 @@ mscclppResult_t mscclppCommAbort(mscclppComm_t comm) {
   MPP_CHECK_ARG(comm != NULL, "%s: communicator is NULL", __func__);
   /* New calls fail from here on; calls blocked in the bootstrap wake up now (sockets shut down),
    * host waits notice the flag at their next liveness check (at most 20 ms). */
-  atomic_store(&comm->aborting, 1);
+  MPP_CHECK(comm_handle_abort_begin(comm, __func__));
   if (comm->boot) bootstrap_abort(comm->boot);
-  if (!comm_drained(comm)) {
+  comm_drain(comm);
+  if (!comm_handle_abort_end(comm)) {
     int busy = atomic_load(&comm->busy);
     return MPP_ERR(mscclppInternalError,
                    "mscclppCommAbort: %d call(s) still inside the communicator after %d ms; its resources are "
                    "left allocated (freeing them under a running call is unsafe)", busy, comm->timeout_ms);
   }
-  comm_free(comm, 1);
+  comm_free_resources(comm, 1);
+  comm_handle_bury(comm);
   return mscclppSuccess;
 }

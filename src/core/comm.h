@@ -39,8 +39,14 @@ struct mscclppComm {
   struct comm_objects* objs;  /* open registrations, connections, semaphores (objects.c) */
   pthread_mutex_t ext_lock;        /* guards making ext slots */
   struct comm_ext ext[COMM_EXT_COUNT];
-  _Atomic int busy;     /* public calls inside this communicator now (comm_guard) */
+  _Atomic int busy;     /* public calls inside this communicator now (comm_hold) */
   _Atomic int aborting; /* mscclppCommAbort has begun: new calls fail, blocking waits give up */
+  /* The registry's (core/handles.c), under its lock: */
+  uint64_t serial;      /* unique in the process, never reused */
+  int abort_running;    /* an mscclppCommAbort call is inside */
+  int owner_depth;      /* exclusive calls of the owner thread inside (nested calls count) */
+  pthread_t owner;      /* valid while owner_depth > 0 */
+  const char* owner_fn; /* the owner's outermost call, for messages */
 };
 
 /* The state in slot, made by make (and registered with fini) on first use. Lock-free once made. */
@@ -64,19 +70,31 @@ void comm_objects_untrack(struct mscclppComm* comm, struct list_node* node);
 /* 1 once mscclppCommAbort has begun on comm: blocking waits check it and return Aborted. */
 static inline int comm_aborting(struct mscclppComm* comm) { return comm != NULL && comm->aborting; }
 
-/* The busy count of a public call, so that mscclppCommAbort (another thread) frees nothing while a
- * call is inside. comm_guard_enter counts the call in and refuses it (NULL) when an abort has
- * begun; the guard variable's cleanup counts it out on every return path. */
-struct mscclppComm* comm_guard_enter(struct mscclppComm* comm);
-void comm_guard_leave(struct mscclppComm** held);
+/* A public call's hold on a communicator (core/handles.c): the handle was found in the registry of
+ * live communicators (so nothing behind a destroyed or garbage handle is read), the call is counted
+ * in (mscclppCommDestroy refuses and mscclppCommAbort waits while a call is inside), and an
+ * exclusive hold claims the communicator for the calling thread (another thread's exclusive call
+ * fails with InvalidUsage; nested calls of the same thread are fine). */
+struct comm_hold {
+  struct mscclppComm* comm; /* NULL: nothing held */
+  int exclusive;
+};
+/* Holds comm for fn. serial != 0: only the communicator of that serial number (a queued group call).
+ * Errors: InvalidUsage (destroyed, not a communicator, in use by another thread), Aborted. */
+mscclppResult_t comm_hold(struct mscclppComm* comm, uint64_t serial, int exclusive, const char* fn, struct comm_hold* h);
+/* Ends a hold (nothing when none is held). */
+void comm_release(struct comm_hold* h);
 
-/* Validates a communicator handle at a public entry point and holds it for the rest of the
- * function (comm_guard_*): a call on a communicator being aborted fails with Aborted. */
+/* Validates a communicator handle at a public entry point and holds it exclusively for the rest of
+ * the function (released on every return path). */
 #define COMM_CHECK(comm) COMM_HOLD(comm, __func__)
 /* The same with the function name given (fn: a string). */
-#define COMM_HOLD(comm, fn)                                                                         \
-  MPP_CHECK_ARG((comm) != NULL, "%s: communicator is NULL", (fn));                                 \
-  struct mscclppComm* comm_held_ __attribute__((cleanup(comm_guard_leave))) = comm_guard_enter(comm); \
-  if (comm_held_ == NULL) return MPP_ERR(mscclppAborted, "%s: the communicator is being aborted", (fn))
+#define COMM_HOLD(comm, fn) COMM_HOLD_MODE(comm, fn, 1)
+/* A shared hold, for calls that only read what never changes (rank, size, ...): any thread. */
+#define COMM_CHECK_SHARED(comm) COMM_HOLD_MODE(comm, __func__, 0)
+#define COMM_HOLD_MODE(comm, fn, excl)                                                   \
+  MPP_CHECK_ARG((comm) != NULL, "%s: communicator is NULL", (fn));                      \
+  struct comm_hold comm_held_ __attribute__((cleanup(comm_release))) = {NULL, 0};       \
+  MPP_CHECK(comm_hold((comm), 0, (excl), (fn), &comm_held_))
 
 #endif /* MPP_CORE_COMM_H_ */

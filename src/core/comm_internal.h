@@ -16,4 +16,20 @@ mscclppResult_t comm_adopt_peer_info(struct mscclppComm* comm);
 /* Finalizes every upper layer's slot, highest slot first (teardown, before the transports). */
 void comm_ext_fini_all(struct mscclppComm* comm, int abort);
 
+/* ---- the registry of live communicators (handles.c) ---- */
+/* Registers an initialised communicator (gives it its serial number). */
+mscclppResult_t comm_handle_add(struct mscclppComm* c);
+/* Unregisters c for mscclppCommDestroy: refused (InvalidUsage) when c is not live, being aborted or
+ * has a call inside. */
+mscclppResult_t comm_handle_retire(struct mscclppComm* c, const char* fn);
+/* Keeps the struct of a retired communicator (resources freed) allocated in the quarantine of
+ * recently destroyed ones, freeing the oldest. */
+void comm_handle_bury(struct mscclppComm* c);
+/* mscclppCommAbort: checks c is live and not being aborted by another call, then sets its aborting
+ * flag (new calls are refused from here on). */
+mscclppResult_t comm_handle_abort_begin(struct mscclppComm* c, const char* fn);
+/* After the drain: unregisters c and returns 1 when no call is inside, else 0 (c stays registered
+ * and aborting; another abort may try again). */
+int comm_handle_abort_end(struct mscclppComm* c);
+
 #endif /* MPP_CORE_COMM_INTERNAL_H_ */

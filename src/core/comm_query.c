@@ -6,7 +6,7 @@
 
 mscclppResult_t mscclppCommRank(mscclppComm_t comm, int* rank) {
   err_clear();
-  COMM_CHECK(comm);
+  COMM_CHECK_SHARED(comm); /* reads what never changes: any thread */
   MPP_CHECK_ARG(rank != NULL, "mscclppCommRank: rank is NULL");
   *rank = comm->rank;
   return mscclppSuccess;
@@ -14,7 +14,7 @@ mscclppResult_t mscclppCommRank(mscclppComm_t comm, int* rank) {
 
 mscclppResult_t mscclppCommSize(mscclppComm_t comm, int* size) {
   err_clear();
-  COMM_CHECK(comm);
+  COMM_CHECK_SHARED(comm); /* reads what never changes: any thread */
   MPP_CHECK_ARG(size != NULL, "mscclppCommSize: size is NULL");
   *size = comm->nranks;
   return mscclppSuccess;
@@ -22,7 +22,7 @@ mscclppResult_t mscclppCommSize(mscclppComm_t comm, int* size) {
 
 mscclppResult_t mscclppCommLocalRank(mscclppComm_t comm, int* localRank, int* localSize) {
   err_clear();
-  COMM_CHECK(comm);
+  COMM_CHECK_SHARED(comm); /* reads what never changes: any thread */
   if (localRank) *localRank = comm->local_rank;
   if (localSize) *localSize = comm->local_size;
   return mscclppSuccess;
@@ -30,7 +30,7 @@ mscclppResult_t mscclppCommLocalRank(mscclppComm_t comm, int* localRank, int* lo
 
 mscclppResult_t mscclppCommRankKind(mscclppComm_t comm, int rank, mscclppRankKind_t* kind) {
   err_clear();
-  COMM_CHECK(comm);
+  COMM_CHECK_SHARED(comm); /* reads what never changes: any thread */
   MPP_CHECK_ARG(rank >= 0 && rank < comm->nranks, "mscclppCommRankKind: rank %d is outside 0..%d", rank,
                 comm->nranks - 1);
   MPP_CHECK_ARG(kind != NULL, "mscclppCommRankKind: kind is NULL");
@@ -40,7 +40,7 @@ mscclppResult_t mscclppCommRankKind(mscclppComm_t comm, int rank, mscclppRankKin
 
 mscclppResult_t mscclppCommCudaDevice(mscclppComm_t comm, int* device) {
   err_clear();
-  COMM_CHECK(comm);
+  COMM_CHECK_SHARED(comm); /* reads what never changes: any thread */
   MPP_CHECK_ARG(device != NULL, "mscclppCommCudaDevice: device is NULL");
   *device = comm->cuda_dev;
   return mscclppSuccess;

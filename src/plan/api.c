@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "plan/plan.h"
 #include "plan/order/order.h"
@@ -23,17 +24,26 @@ mscclppResult_t mscclppPlanLoadFile(const char* path, mscclppPlan_t* plan) {
   *plan = NULL;
   FILE* f = fopen(path, "rb");
   if (!f) return MPP_ERRNO(mscclppInvalidArgument, errno, "plan file %s", path);
-  char* buf = malloc(PLAN_FILE_MAX + 1u);
+  /* A buffer of the file's size (a file that grows meanwhile reads as larger than that and fails);
+   * the limit is checked before anything is allocated. */
+  struct stat stb;
+  size_t cap = fstat(fileno(f), &stb) == 0 && S_ISREG(stb.st_mode) ? (size_t)stb.st_size : PLAN_FILE_MAX;
+  if (cap > PLAN_FILE_MAX) {
+    fclose(f);
+    return MPP_ERR(mscclppInvalidArgument, "plan file %s: %zu bytes; at most %u", path, cap, PLAN_FILE_MAX);
+  }
+  char* buf = malloc(cap + 1u);
   if (!buf) {
     fclose(f);
     return MPP_ERR(mscclppSystemError, "plan file %s: out of memory", path);
   }
-  size_t n = fread(buf, 1, PLAN_FILE_MAX + 1u, f);
+  size_t n = fread(buf, 1, cap + 1u, f);
   int bad = ferror(f);
   fclose(f);
   mscclppResult_t res;
   if (bad) res = MPP_ERR(mscclppInvalidArgument, "plan file %s: read error", path);
-  else if (n > PLAN_FILE_MAX) res = MPP_ERR(mscclppInvalidArgument, "plan file %s: larger than %u bytes", path, PLAN_FILE_MAX);
+  else if (n > cap) res = MPP_ERR(mscclppInvalidArgument, "plan file %s: larger than %zu bytes (%s)", path, cap,
+                                  cap < PLAN_FILE_MAX ? "it grew while read" : "the limit");
   else res = plan_parse(buf, n, path, plan);
   free(buf);
   return res;

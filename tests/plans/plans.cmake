@@ -85,6 +85,8 @@ add_test(NAME plans_order COMMAND ${Python3_EXECUTABLE} ${_plans_src}/check_orde
 set_tests_properties(plans_order PROPERTIES LABELS unit TIMEOUT 120 FIXTURES_REQUIRED plan_corpus)
 
 mpp_unit_test(plan_api ${_plans_src}/plan_api.c)
+# Loading limits: huge plans and XML refused early with bounded time and peak RSS (plan_limits.c).
+mpp_unit_test(plan_limits ${_plans_src}/plan_limits.c)
 # Several plans in turn on one communicator (cached per-plan state, scratch regrowth, flags).
 plan_test(plan_multi ${_plans_out}/allreduce_allpairs_ll_n4.json ${_plans_out}/allgather_inplace_memory_n4.json
           ${_plans_out}/reducescatter_n4.json ${_plans_out}/allreduce_ring_pipeline_n4.json

@@ -2,6 +2,7 @@
  * first needed, released with the communicator's collectives state. */
 #include "algo/cpu/net.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,9 +169,25 @@ mscclppResult_t cpu_connect_all(struct cpu_net* net) {
   return mscclppSuccess;
 }
 
+mscclppResult_t cpu_net_break(struct cpu_net* net, mscclppResult_t res) {
+  if (res != mscclppSuccess && net->broken == mscclppSuccess) {
+    net->broken = res;
+    snprintf(net->broken_msg, sizeof(net->broken_msg), "%s", err_last());
+  }
+  return res;
+}
+
+mscclppResult_t cpu_net_usable(struct cpu_net* net, const char* fn) {
+  if (net->broken == mscclppSuccess) return mscclppSuccess;
+  return MPP_ERR(net->broken, "%s: this communicator's collectives and sends/receives cannot run after an "
+                 "earlier one failed (%s); only mscclppCommDestroy or mscclppCommAbort remain (docs/errors.md)",
+                 fn, net->broken_msg);
+}
+
 mscclppResult_t cpu_begin(struct algo_comm* ac, const struct algo_args* a, struct cpu_net** out) {
   struct cpu_net* net;
   MPP_CHECK(cpu_net_get(ac, &net));
+  MPP_CHECK(cpu_net_usable(net, algo_coll_name(a->coll)));
   net->coll = a->coll;
   MPP_CHECK(cpu_connect_all(net));
   *out = net;

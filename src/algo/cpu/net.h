@@ -77,6 +77,10 @@ struct cpu_net {
   elem_scalar* scalars; /* ... and their owners' premulsum scalars */
   unsigned char* want; /* nranks flags: peers a group needs (p2p.c) */
   int* last_op[2];     /* nranks each: last queued send/recv op per peer in a group (p2p.c) */
+  /* The first failure of a chunk transfer (a mismatched call, a dead or timed-out peer): the pipes
+   * then hold chunks of a call that never finished, so every later call fails naming this one. */
+  mscclppResult_t broken;
+  char broken_msg[400];
 };
 
 /* The CPU network of ac, made on first use (scratch allocated and registered; no peer connected). */
@@ -88,6 +92,10 @@ void cpu_net_free(struct cpu_net* net);
 mscclppResult_t cpu_connect(struct cpu_net* net, int peer);
 /* Connects every pipe (a collective: every rank calls it). */
 mscclppResult_t cpu_connect_all(struct cpu_net* net);
+/* Success, or the error that broke net's pipes (its code, a message naming fn and that first failure). */
+mscclppResult_t cpu_net_usable(struct cpu_net* net, const char* fn);
+/* Records res (with this thread's last error message) as what broke net, once; returns res. */
+mscclppResult_t cpu_net_break(struct cpu_net* net, mscclppResult_t res);
 /* The prologue of every CPU collective: the network, every pipe connected, net->coll set. */
 mscclppResult_t cpu_begin(struct algo_comm* ac, const struct algo_args* a, struct cpu_net** net);
 

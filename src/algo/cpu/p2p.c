@@ -58,6 +58,7 @@ static mscclppResult_t prepare(struct p2p_op* ops, int nops) {
     if (!first) continue;
     struct cpu_net* net;
     MPP_CHECK(cpu_net_get(ac, &net));
+    MPP_CHECK(cpu_net_usable(net, ops[i].is_send ? "mscclppSend" : "mscclppRecv"));
     net->coll = ALGO_COLL_SENDRECV;
     memset(net->want, 0, (size_t)ac->nranks);
     memset(net->last_op[0], 0xff, (size_t)ac->nranks * sizeof(int)); /* -1 */

@@ -20,19 +20,18 @@ static mscclppResult_t wait_sem(struct cpu_net* net, struct cpu_pipe* p, mscclpp
   if (res == mscclppSuccess) return res;
   char inner[512];
   snprintf(inner, sizeof(inner), "%s", err_last());
-  return MPP_ERR(res, "%s: rank %d waited for rank %d to %s chunk %llu of their pipe: %s",
-                 algo_coll_name((enum algo_coll)net->coll), net->ac->rank, p->peer, what, (unsigned long long)seq, inner);
+  return cpu_net_break(net, MPP_ERR(res, "%s: rank %d waited for rank %d to %s chunk %llu of their pipe: %s",
+                 algo_coll_name((enum algo_coll)net->coll), net->ac->rank, p->peer, what, (unsigned long long)seq, inner));
 }
 
 static inline size_t slot_index(uint64_t seq) { return (size_t)(seq % CPU_NSLOTS); }
 
 mscclppResult_t cpu_send_ready(struct cpu_net* net, struct cpu_pipe* p, int* ok) {
-  (void)net;
   if (p->sent - p->acked < CPU_NSLOTS) {
     *ok = 1;
     return mscclppSuccess;
   }
-  MPP_CHECK(mscclppHostSemaphorePoll(p->ack, ok));
+  MPP_CHECK(cpu_net_break(net, mscclppHostSemaphorePoll(p->ack, ok)));
   if (*ok) p->acked++;
   return mscclppSuccess;
 }
@@ -56,11 +55,12 @@ mscclppResult_t cpu_send_commit(struct cpu_net* net, struct cpu_pipe* p, const s
   } else {
     memcpy(net->staging, &hdr, sizeof(hdr));
     uint64_t staging_off = (uint64_t)(net->staging - net->scratch);
-    MPP_CHECK(mscclppConnectionWrite(p->conn, p->remote, at, net->reg, staging_off, CPU_HDR_BYTES + (uint64_t)hdr.bytes));
+    MPP_CHECK(cpu_net_break(net, mscclppConnectionWrite(p->conn, p->remote, at, net->reg, staging_off,
+                                                        CPU_HDR_BYTES + (uint64_t)hdr.bytes)));
   }
   /* The signal orders the header and data before it (shm: a release store after this thread's
    * copies; tcp: the update follows the write on the same stream). */
-  MPP_CHECK(mscclppHostSemaphoreSignal(p->data));
+  MPP_CHECK(cpu_net_break(net, mscclppHostSemaphoreSignal(p->data)));
   p->sent++;
   return mscclppSuccess;
 }
@@ -105,7 +105,7 @@ static mscclppResult_t check_chunk(struct cpu_net* net, struct cpu_pipe* p, cons
   if (got->magic != CHUNK_MAGIC || got->seq != p->recvd || got->coll != want->coll || got->total != want->total ||
       got->dtype != want->dtype || got->op != want->op || got->root != want->root || got->bytes != want->bytes ||
       got->offset != want->offset)
-    return mismatch(net, p, want, got);
+    return cpu_net_break(net, mismatch(net, p, want, got));
   *out = got;
   return mscclppSuccess;
 }
@@ -119,14 +119,13 @@ mscclppResult_t cpu_recv_poll(struct cpu_net* net, struct cpu_pipe* p, const str
                               const struct chunk_hdr** h) {
   int ready = 0;
   *h = NULL;
-  MPP_CHECK(mscclppHostSemaphorePoll(p->data, &ready));
+  MPP_CHECK(cpu_net_break(net, mscclppHostSemaphorePoll(p->data, &ready)));
   return ready ? check_chunk(net, p, want, h) : mscclppSuccess;
 }
 
 mscclppResult_t cpu_recv_done(struct cpu_net* net, struct cpu_pipe* p) {
-  (void)net;
   p->recvd++;
-  return mscclppHostSemaphoreSignal(p->ack);
+  return cpu_net_break(net, mscclppHostSemaphoreSignal(p->ack));
 }
 
 mscclppResult_t cpu_recv_copy(struct cpu_net* net, const struct algo_args* a, int q, size_t elem_off, size_t cnt) {

@@ -112,7 +112,7 @@ static mscclppResult_t load_gpu(struct pj_where* w, struct mscclppPlan* p, int r
       if (g.chans[i].type == t) bytype[t][k++] = i;
   }
   MPP_CHECK_GOTO(pj_arr(w, gj, "threadblocks", 0, &tbs, &ntb), res, out);
-  if (ntb > 65536) { res = pj_fail(w, "threadblocks", "%zu blocks; at most 65536", ntb); goto out; }
+  if (ntb > PLAN_MAX_BLOCKS) { res = pj_fail(w, "threadblocks", "%zu blocks; at most %d", ntb, PLAN_MAX_BLOCKS); goto out; }
   pr->blocks = calloc(ntb + 1, sizeof(*pr->blocks));
   if (!pr->blocks) { res = MPP_ERR(mscclppSystemError, "plan: out of memory"); goto out; }
   pr->nblocks = (int)ntb;
@@ -209,6 +209,7 @@ mscclppResult_t plan_parse(const char* json, size_t len, const char* name, struc
   struct pj_where w = {.plan = name, .gpu = -1, .tb = -1, .op = -1, .nested = -1};
   json_error_t jerr;
   mscclppResult_t res;
+  MPP_CHECK(plan_prescan(json, len, name)); /* counts refused before jansson allocates by them */
   char* fixed = big_ints(json, len);
   json_t* root = json_loadb(fixed ? fixed : json, len, JSON_REJECT_DUPLICATES, &jerr);
   free(fixed);

@@ -6,6 +6,15 @@
 #include "plan/load/json.h"
 #include "plan/plan.h"
 
+/* Limits checked by the prescan, before any tree is built (and again where the loader counts). */
+#define PLAN_MAX_BLOCKS 65536       /* threadblocks of one gpu */
+#define PLAN_MAX_BLOCK_OPS (1 << 20) /* ops of one list (a block's, or a pipeline's nested ops) */
+
+/* One linear pass over the JSON text that allocates nothing: InvalidArgument naming the limit when
+ * the plan has more JSON values than MSCCLPP_PLAN_MAX_VALUES, more than 1024 gpus, PLAN_MAX_BLOCKS
+ * threadblocks in a gpu or PLAN_MAX_BLOCK_OPS ops in a list (prescan.c). */
+mscclppResult_t plan_prescan(const char* s, size_t len, const char* name);
+
 struct lw_chan { /* one entry of gpus[r].channels */
   int type;      /* enum plan_chan_type */
   int peer, ord; /* memory/port */

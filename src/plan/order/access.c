@@ -223,7 +223,7 @@ int plan_race_check(const struct mscclppPlan* p, size_t max_clocks, int max_line
   if (res == 0 && own) res = check_all(&g, &l, &f);
   if (!own) res = -1;
   if (g.over && res != 1) /* the budget ran out while the accesses were collected or compared */
-    res = 1, snprintf(why, sizeof(why), "the plan is too large for this check (past %zu steps)", max_clocks * 8);
+    res = 1, snprintf(why, sizeof(why), "the plan is too large for this check (past %zu steps)", rg_step_budget(max_clocks));
   if (never) *never = res == 2;
   if (res == 2) emit(&f, why), f.n = 1; /* a wait that can never be satisfied */
   if (res == 0 && f.n >= FOUND_MAX) f.max_lines = f.lines + 1, emit(&f, "(the check stopped there: too many findings)");

@@ -171,14 +171,15 @@ static int too_large(const struct mscclppPlan* p, int calls, size_t max_clocks, 
 static int ran_out(struct rg_graph* g, size_t max_clocks, char* why, size_t why_len) {
   if (!g->over && g->el.n < g->el.max) return 0;
   g->over = 1;
-  snprintf(why, why_len, "the plan is too large for this check (past %zu steps or %zu edges)", max_clocks * 8, g->el.max);
+  snprintf(why, why_len, "the plan is too large for this check (past %zu steps or %zu edges)", rg_step_budget(max_clocks),
+           g->el.max);
   return 1;
 }
 
 int rg_build(struct rg_graph* g, const struct mscclppPlan* p, size_t max_clocks, char* why, size_t why_len) {
   memset(g, 0, sizeof(*g));
   g->p = p, g->calls = p->double_scratch ? 3 : 2;
-  g->work_left = max_clocks * 8, g->el.max = max_clocks / 4 + 64; /* steps; edges (16 bytes each) */
+  g->work_left = rg_step_budget(max_clocks), g->el.max = max_clocks / 4 + 64; /* steps; edges (16 bytes each) */
   why[0] = '\0';
   if (too_large(p, g->calls, max_clocks, why, why_len)) return 1;
   int res = make_threads(g, p, why, why_len);

@@ -93,6 +93,12 @@ struct rg_graph {
   uint32_t* done;     /* [thread]: events with clocks */
 };
 
+/* Steps the check may take: 8 per clock of its memory budget, and at most RG_MAX_STEPS (about 2 s
+ * of a loaded core), so that even the API's larger budget cannot make one check run for long. */
+#define RG_MAX_STEPS ((size_t)64 << 20)
+static inline size_t rg_step_budget(size_t max_clocks) {
+  return max_clocks * 8 < RG_MAX_STEPS ? max_clocks * 8 : RG_MAX_STEPS;
+}
 /* Takes n steps from the check's budget (every loop over pairs pays for its steps, so that no
  * plan can make the check run for long); 1 when the budget is spent (g->over set). */
 static inline int rg_spend(struct rg_graph* g, size_t n) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plan/xml/xml.h"
+#include "util/param.h"
 
 enum { EL_NONE, EL_ALGO, EL_GPU, EL_TB, EL_COPY, EL_STEP };
 #define MAX_DEPTH 8
@@ -22,7 +23,9 @@ struct pctx {
   struct xml_gpu* gpu; /* current <gpu> */
   struct xml_tb* tb;   /* current <tb> */
   int failed;
+  long elems, max_elems; /* <copy> and <step> elements so far, and their limit (0: none) */
 };
+
 
 /* Records the first error (with file and current line) and stops the parser. */
 static void fail(struct pctx* c, const char* el, const char* attr, const char* fmt, ...)
@@ -41,6 +44,20 @@ static void fail(struct pctx* c, const char* el, const char* attr, const char* f
     (void)MPP_ERR(mscclppInvalidArgument, "%s:%lu: <%s>: %s", c->path, line, el, msg);
   c->failed = 1;
   XML_StopParser(c->p, XML_FALSE);
+}
+
+/* Values of the JSON plan a <step> or <copy> becomes (about 19 for a send or receive, more for
+ * the fused steps): the limit of elements follows
+ * MSCCLPP_PLAN_MAX_VALUES, so that a file the conversion would make too large is refused while it
+ * is read, before the conversion allocates by it. */
+#define XML_VALUES_PER_ELEM 32
+
+/* Counts one <copy> or <step>; 0 (and the parser stopped) past the limit. */
+static int count_elem(struct pctx* c, const char* el) {
+  if (c->max_elems <= 0 || ++c->elems <= c->max_elems) return 1;
+  fail(c, el, NULL, "more than %ld <step> and <copy> elements (MSCCLPP_PLAN_MAX_VALUES / %d)", c->max_elems,
+       XML_VALUES_PER_ELEM);
+  return 0;
 }
 
 static const char* attr_get(const XML_Char** at, const char* name) {
@@ -154,6 +171,7 @@ static void start_gpu(struct pctx* c, const XML_Char** at) {
 static void start_copy(struct pctx* c, const XML_Char** at) {
   struct xml_gpu* g = c->gpu;
   struct xml_copy cp = {0};
+  if (!count_elem(c, "copy")) return;
   if (!attr_int(c, at, "copy", "i_off", 0, g->chunks[XML_BUF_I] - 1, 1, 0, &cp.i_off) ||
       !attr_int(c, at, "copy", "o_off", 0, g->chunks[XML_BUF_O] - 1, 1, 0, &cp.o_off) ||
       !attr_int(c, at, "copy", "cnt", 1, XML_MAX_CHUNKS, 0, 1, &cp.cnt))
@@ -161,10 +179,13 @@ static void start_copy(struct pctx* c, const XML_Char** at) {
   if (cp.i_off + cp.cnt > g->chunks[XML_BUF_I] || cp.o_off + cp.cnt > g->chunks[XML_BUF_O])
     { fail(c, "copy", "cnt", "%d chunks run past i_chunks %d or o_chunks %d", cp.cnt, g->chunks[XML_BUF_I],
                 g->chunks[XML_BUF_O]); return; }
-  struct xml_copy* n = realloc(g->copies, (size_t)(g->ncopies + 1) * sizeof(*n));
-  if (!n) { fail(c, "copy", NULL, "out of memory"); return; }
+  if ((g->ncopies & (g->ncopies - 1)) == 0) { /* 0, 1, 2, 4...: capacity doubles (linear total copying) */
+    struct xml_copy* n = realloc(g->copies, (size_t)(g->ncopies ? 2 * g->ncopies : 1) * sizeof(*n));
+    if (!n) { fail(c, "copy", NULL, "out of memory"); return; }
+    g->copies = n;
+  }
   cp.line = (int)XML_GetCurrentLineNumber(c->p);
-  g->copies = n, g->copies[g->ncopies++] = cp;
+  g->copies[g->ncopies++] = cp;
 }
 
 static void start_tb(struct pctx* c, const XML_Char** at) {
@@ -204,6 +225,7 @@ static void start_step(struct pctx* c, const XML_Char** at) {
   struct xml_step st = {0};
   const char* type = attr_get(at, "type");
   if (t->nsteps >= XML_MAX_STEPS) { fail(c, "step", NULL, "more than %d steps in a tb", XML_MAX_STEPS); return; }
+  if (!count_elem(c, "step")) return;
   if (!attr_int(c, at, "step", "s", 0, XML_MAX_STEPS - 1, 1, 0, &st.s)) return;
   if (st.s != t->nsteps) { fail(c, "step", "s", "%d, expected %d (steps are dense and in order)", st.s, t->nsteps); return; }
   if (!type) { fail(c, "step", "type", "missing"); return; }
@@ -302,7 +324,8 @@ mscclppResult_t xml_parse_buffer(const char* path, const char* data, size_t len,
   struct xml_algo* a = calloc(1, sizeof(*a));
   if (!a) return MPP_ERR(mscclppSystemError, "%s: out of memory", path);
   snprintf(a->path, sizeof(a->path), "%s", path);
-  struct pctx c = {.path = path, .a = a};
+  int64_t maxv = param_int(PARAM_PLAN_MAX_VALUES);
+  struct pctx c = {.path = path, .a = a, .max_elems = maxv > 0 ? (long)(maxv / XML_VALUES_PER_ELEM) : 0};
   c.p = XML_ParserCreate(NULL);
   if (!c.p) {
     free(a);
