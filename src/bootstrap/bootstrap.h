@@ -21,6 +21,10 @@ mscclppResult_t bootstrap_unique_id(mscclppUniqueId* id);
  * when every rank sets it, otherwise a fixed one (no authentication). */
 mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, mscclppUniqueId* id);
 
+/* Stops the root of id if this process runs it and it still waits (a failed init of rank 0): the
+ * ranks that joined fail at once and the port is free for a retry. A no-op otherwise. */
+void bootstrap_root_stop(const mscclppUniqueId* id);
+
 /* Joins the rendezvous named by id as rank of nranks. timeout_ms bounds every later wait. */
 mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, int timeout_ms, struct bootstrap** out);
 

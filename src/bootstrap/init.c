@@ -47,6 +47,11 @@ mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, msccl
   return wire_encode_id(&w, id);
 }
 
+void bootstrap_root_stop(const mscclppUniqueId* id) {
+  struct wire_id w;
+  if (id && wire_decode_id(id->internal, sizeof(id->internal), &w) == mscclppSuccess) boot_root_stop(&w.root, w.secret);
+}
+
 int bootstrap_rank(const struct bootstrap* b) { return b->rank; }
 int bootstrap_nranks(const struct bootstrap* b) { return b->nranks; }
 
@@ -64,6 +69,12 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   b->wake_fds[0] = b->wake_fds[1] = -1;
   b->addrs = calloc((size_t)nranks, sizeof(*b->addrs));
   b->peer_gone = calloc((size_t)nranks, 1);
+  b->left_ns = calloc((size_t)nranks, sizeof(*b->left_ns));
+  b->ring_left = -1;
+  b->paused = calloc((size_t)nranks, 1);
+  b->paused_tag = calloc((size_t)nranks, sizeof(*b->paused_tag));
+  int64_t cap = param_int(PARAM_BOOTSTRAP_QUEUE_BYTES);
+  b->queue_cap = cap > 0 ? (uint64_t)cap : 268435456u;
   b->send_fds = malloc(sizeof(int) * (size_t)nranks);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -73,7 +84,7 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   pthread_mutex_init(&b->mu, NULL);
   for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_init(&b->send_mu[i], NULL);
   *out = b;
-  if (!b->addrs || !b->peer_gone || !b->send_fds)
+  if (!b->addrs || !b->peer_gone || !b->send_fds || !b->paused || !b->paused_tag || !b->left_ns)
     return MPP_ERR(mscclppSystemError, "bootstrap: no memory for %d ranks", nranks);
   for (int i = 0; i < nranks; i++) b->send_fds[i] = -1;
   if (pipe2(b->wake_fds, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -173,6 +184,10 @@ mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, 
     bootstrap_destroy(b);
     return res;
   }
+  pthread_mutex_lock(&b->mu);
+  b->ring_ready = 1; /* from now on the progress thread watches the idle ring (liveness.c) */
+  pthread_mutex_unlock(&b->mu);
+  boot_progress_wake(b);
   LOG_INFO_(LOG_SUB_BOOTSTRAP, "bootstrap: rank %d of %d ready", rank, nranks);
   *out = b;
   return mscclppSuccess;
@@ -195,6 +210,12 @@ void bootstrap_abort(struct bootstrap* b) {
 void bootstrap_destroy(struct bootstrap* b) {
   if (!b) return;
   boot_progress_stop(b);
+  if (!b->aborted && b->ring_ready) { /* tell both neighbours this is a departure, not a death */
+    struct boot_notice bye = {.type = BOOT_NOTICE_LEFT, .rank = b->rank};
+    pthread_mutex_lock(&b->mu);
+    boot_ring_close_with(b, &bye, 1);
+    pthread_mutex_unlock(&b->mu);
+  }
   sock_close(&b->listen_fd);
   sock_close(&b->ring_next_fd);
   sock_close(&b->ring_prev_fd);
@@ -206,6 +227,9 @@ void bootstrap_destroy(struct bootstrap* b) {
   free(b->conns);
   free(b->addrs);
   free(b->peer_gone);
+  free(b->paused);
+  free(b->left_ns);
+  free(b->paused_tag);
   free(b->send_fds);
   for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_destroy(&b->send_mu[i]);
   pthread_mutex_destroy(&b->mu);
