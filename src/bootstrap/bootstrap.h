@@ -67,6 +67,15 @@ static inline int boot_tag(enum boot_tag_purpose purpose, int tag) {
 /* Closes every socket at once so that peers blocked on this rank fail promptly; later calls on b
  * return Aborted. Safe to call from another thread while a call is blocked. */
 void bootstrap_abort(struct bootstrap* b);
+/* Success while b knows of no rank that died or failed; else RemoteError naming that rank
+ * (SystemError when it is this rank's own failure). Takes a lock: cheap. Works across hosts and
+ * PID namespaces (it comes from the ring's sockets, see liveness.c). */
+mscclppResult_t bootstrap_health(struct bootstrap* b);
+/* After a connection to peer ended: waits up to grace_ms for b to learn why. The error naming the
+ * rank that died or failed (which may be another one than peer: the one that died first), or peer's
+ * departure; Success when b learnt nothing (the caller's own error stands). */
+mscclppResult_t bootstrap_explain(struct bootstrap* b, int peer, int grace_ms);
+
 /* Frees b (after abort, or when every peer is done with it). */
 void bootstrap_destroy(struct bootstrap* b);
 

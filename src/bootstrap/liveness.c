@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "bootstrap/internal.h"
 #include "util/err.h"
@@ -154,4 +155,31 @@ int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_noti
     if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) return 0;
   }
   return 0;
+}
+
+mscclppResult_t bootstrap_health(struct bootstrap* b) {
+  pthread_mutex_lock(&b->mu);
+  mscclppResult_t res = b->fault.type ? boot_fault_error(b, "liveness") : mscclppSuccess;
+  pthread_mutex_unlock(&b->mu);
+  return res;
+}
+
+mscclppResult_t bootstrap_explain(struct bootstrap* b, int peer, int grace_ms) {
+  uint64_t end = time_deadline_ms(grace_ms);
+  mscclppResult_t res = mscclppSuccess;
+  pthread_mutex_lock(&b->mu);
+  while (!b->fault.type && !b->left_ns[peer] && !b->aborted && time_now_ns() < end) {
+    struct timespec ts = {.tv_sec = (time_t)(end / 1000000000ull), .tv_nsec = (long)(end % 1000000000ull)};
+    pthread_cond_timedwait(&b->cv, &b->mu, &ts); /* CLOCK_MONOTONIC (boot_alloc) */
+  }
+  char why[256];
+  if (b->fault.type && b->fault.rank != peer)
+    res = MPP_ERR(mscclppRemoteError, "%s; the connection to rank %d ended after that",
+                  boot_fault_text(b, &b->fault, why, sizeof(why)), peer);
+  else if (b->fault.type)
+    res = MPP_ERR(mscclppRemoteError, "%s", boot_fault_text(b, &b->fault, why, sizeof(why)));
+  else if (b->left_ns[peer])
+    res = MPP_ERR(mscclppRemoteError, "rank %d left (destroyed its communicator)", peer);
+  pthread_mutex_unlock(&b->mu);
+  return res;
 }

@@ -38,3 +38,11 @@ endforeach()
 # mscclppCommInitFromEnv as launchers start it (mscclpp-run here; a real torchrun in the Python suite:
 # python/tests/test_torchrun_launch.py runs this binary from the build's bin/).
 mpp_mp_test(bootstrap_launcher NRANKS 3 SOURCES ${_boot_dir}/bootstrap_launcher.c)
+
+# Issue 22 item 3: memory for messages nobody has received is bounded (a huge frame header; four
+# 64 MiB messages nobody asked for under a 16 MiB cap: back-pressure, a clear error, no loss).
+mpp_mp_test(bootstrap_queue NRANKS 2 ARGS huge-header SOURCES ${_boot_dir}/bootstrap_queue.c
+            TESTNAME bootstrap_queue_huge_header)
+mpp_mp_test(bootstrap_queue NRANKS 2 ARGS unreceived SOURCES ${_boot_dir}/bootstrap_queue.c
+            TESTNAME bootstrap_queue_unreceived)
+set_tests_properties(bootstrap_queue_unreceived PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_QUEUE_BYTES=16777216")
