@@ -110,8 +110,9 @@ const char* boot_peer_str(const struct bootstrap* b, int peer, char* buf, size_t
  * rendezvous with the given secret. *bound gets the address actually listened on. */
 mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES],
                                 union sock_addr* bound);
-/* Stops this process's root on addr's port with that secret, if one runs: it closes every rank's
- * connection and its listener; returns once the port is free (at most 2 s). */
+/* Stops this process's root on addr's port with that secret, if one still collects ranks: it
+ * closes every rank's connection and its listener; returns once the port is free (at most 2 s).
+ * A root whose rendezvous failed is left to turn late ranks away for its last few seconds. */
 void boot_root_stop(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES]);
 
 /* ---- progress.c ---- */

@@ -37,6 +37,7 @@ struct pending {
 struct root {
   struct root* next; /* in the list of running roots (roots_mu) */
   _Atomic int stop;  /* boot_root_stop: give up now, without lingering */
+  int lingering;     /* the rendezvous failed: late ranks are being turned away (roots_mu) */
   union sock_addr bound;
   int listen_fd;
   uint8_t secret[WIRE_SECRET_BYTES];
@@ -233,6 +234,9 @@ static void root_free(struct root* r) {
  * their timeout. */
 static void fail_everyone(struct root* r) {
   log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: rendezvous failed; closing every rank's connection");
+  pthread_mutex_lock(&roots_mu); /* a failed rendezvous is not cut short: late ranks learn at once */
+  r->lingering = 1;
+  pthread_mutex_unlock(&roots_mu);
   for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
   r->npend = 0;
   for (int k = 0; r->fds && k < r->nranks; k++) sock_close(&r->fds[k]);
@@ -283,6 +287,7 @@ void boot_root_stop(const union sock_addr* addr, const uint8_t secret[WIRE_SECRE
   struct root* found = NULL;
   for (struct root* r = roots; r && !found; r = r->next)
     if (same_port(&r->bound, addr) && wire_secret_equal(r->secret, secret)) found = r;
+  if (found && found->lingering) found = NULL; /* ends within ROOT_LINGER_MS on its own */
   if (found) {
     atomic_store(&found->stop, 1);
     if (found->listen_fd >= 0) shutdown(found->listen_fd, SHUT_RDWR); /* wakes its poll */

@@ -26,7 +26,8 @@ mpp_mp_test(bootstrap_timeout NRANKS 3 ARGS ipport 2 SOURCES ${_boot_dir}/bootst
             TESTNAME bootstrap_timeout_ipport_n3)
 
 # A rank that dies (mid-barrier, mid-allgather, during init): every survivor fails within 10 s.
-set(_kill_cases "barrier-exit 5" "barrier-kill 4" "allgather-exit 3" "hello-exit 4" "table-exit 6")
+set(_kill_cases "barrier-exit 5" "barrier-kill 4" "allgather-exit 3" "hello-exit 4" "table-exit 6"
+    "setup-exit 4" "idle-kill 5" "setup-abort 4") # the last three: issue 22 item 6, within 5 s
 foreach(c ${_kill_cases})
   separate_arguments(c)
   list(GET c 0 mode)
