@@ -127,8 +127,13 @@ static mscclppResult_t join_root(struct bootstrap* b, uint64_t deadline) {
   if (res == mscclppSuccess) res = wire_decode_table(buf, len, b->nranks, b->addrs);
   free(buf);
   sock_close(&fd);
-  if (res != mscclppSuccess)
-    return BOOT_WRAP(res, "bootstrap init of rank %d of %d: waiting for the address table", b->rank, b->nranks);
+  if (res != mscclppSuccess) {
+    char why[512];
+    if (boot_root_failure(&b->root, why, sizeof(why))) /* our own root failed: say why */
+      return MPP_ERR(res, "bootstrap init of rank %d of %d: the root failed: %s", b->rank, b->nranks, why);
+    return BOOT_WRAP(res, "bootstrap init of rank %d of %d: waiting for the address table (the root runs in rank 0's "
+                     "process: its log says why it failed)", b->rank, b->nranks);
+  }
   uint8_t mine[WIRE_ADDR_BYTES], listed[WIRE_ADDR_BYTES];
   wire_encode_addr(&b->my_addr, mine);
   wire_encode_addr(&b->addrs[b->rank], listed);

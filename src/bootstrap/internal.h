@@ -114,6 +114,8 @@ mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secre
  * closes every rank's connection and its listener; returns once the port is free (at most 2 s).
  * A root whose rendezvous failed is left to turn late ranks away for its last few seconds. */
 void boot_root_stop(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES]);
+/* Why this process's root on addr's port failed last (into buf), or NULL when none of its did. */
+const char* boot_root_failure(const union sock_addr* addr, char* buf, size_t len);
 
 /* ---- progress.c ---- */
 

@@ -55,6 +55,8 @@ struct root {
 static pthread_mutex_t roots_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t roots_cv = PTHREAD_COND_INITIALIZER;
 static struct root* roots;
+static char last_failure[512];           /* why this process's last failed root failed */
+static union sock_addr last_failure_addr; /* and where it listened */
 
 static const char* addr_text(const union sock_addr* a, char* buf, size_t len) { return sock_addr_str(a, buf, len); }
 
@@ -123,11 +125,18 @@ static mscclppResult_t read_pending(struct root* r, int i) {
   return p->got == sizeof(p->buf) ? finish_hello(r, i) : mscclppSuccess;
 }
 
-static void accept_one(struct root* r) {
+/* Accepts one connection. Out of fds the listener stays readable: the rendezvous fails at once,
+ * saying so, instead of spinning until the deadline. */
+static mscclppResult_t accept_one(struct root* r) {
   union sock_addr a;
   socklen_t alen = sizeof(a);
   int fd = accept4(r->listen_fd, &a.sa, &alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd < 0) return; /* EAGAIN, or a connection that went away */
+  if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    int e = errno;
+    return MPP_ERRNO(mscclppSystemError, e, "bootstrap root (in rank 0's process): accepting a rank's connection%s",
+                     sock_fd_hint(e));
+  }
+  if (fd < 0) return mscclppSuccess; /* EAGAIN, or a connection that went away */
   if (r->npend == ROOT_MAX_PENDING) { /* drop the oldest: real ranks send their hello at once */
     int oldest = 0;
     for (int i = 1; i < r->npend; i++)
@@ -142,6 +151,7 @@ static void accept_one(struct root* r) {
   p->fd = fd;
   p->addr = a;
   p->deadline_ns = time_deadline_ms(ROOT_HELLO_MS);
+  return mscclppSuccess;
 }
 
 /* A joined rank hung up. Near its own deadline it timed out, as the others are about to: the root
@@ -180,8 +190,7 @@ static mscclppResult_t poll_round(struct root* r, struct pollfd* pfds) {
       drop_pending(r, i);
     }
   }
-  if (pfds[0].revents) accept_one(r);
-  return mscclppSuccess;
+  return pfds[0].revents ? accept_one(r) : mscclppSuccess;
 }
 
 /* Collects hellos until every rank has joined or the deadline passes. */
@@ -247,6 +256,7 @@ static void fail_everyone(struct root* r) {
     if (poll(&p, 1, (int)left) > 0) {
       int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd >= 0) close(fd);
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE)) break; /* cannot turn them away: no spinning */
     }
   }
 }
@@ -270,6 +280,10 @@ static void* root_main(void* arg) {
   if (res == mscclppSuccess) res = send_tables(r);
   if (res != mscclppSuccess) {
     log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "%s", err_last());
+    pthread_mutex_lock(&roots_mu);
+    snprintf(last_failure, sizeof(last_failure), "%s", err_last());
+    last_failure_addr = r->bound;
+    pthread_mutex_unlock(&roots_mu);
     fail_everyone(r);
   }
   unregister(r);
@@ -344,4 +358,12 @@ mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secre
   }
   root_free(r);
   return res;
+}
+
+const char* boot_root_failure(const union sock_addr* addr, char* buf, size_t len) {
+  pthread_mutex_lock(&roots_mu);
+  int mine = last_failure[0] && same_port(&last_failure_addr, addr);
+  snprintf(buf, len, "%s", mine ? last_failure : "");
+  pthread_mutex_unlock(&roots_mu);
+  return mine ? buf : NULL;
 }

@@ -47,3 +47,13 @@ mpp_mp_test(bootstrap_queue NRANKS 2 ARGS huge-header SOURCES ${_boot_dir}/boots
 mpp_mp_test(bootstrap_queue NRANKS 2 ARGS unreceived SOURCES ${_boot_dir}/bootstrap_queue.c
             TESTNAME bootstrap_queue_unreceived)
 set_tests_properties(bootstrap_queue_unreceived PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_QUEUE_BYTES=16777216")
+
+# Issue 22 item 9: a failed init on rank 0 leaves no root behind; a retry on the same port works.
+mpp_mp_test(bootstrap_retry NRANKS 2 SOURCES ${_boot_dir}/bootstrap_retry.c)
+
+# Issue 22 item 8: out of file descriptors (RLIMIT_NOFILE lowered by the test) is an error that says
+# so within seconds, without spinning, on every rank.
+foreach(limit 16 40)
+  mpp_mp_test(bootstrap_fdlimit NRANKS 8 ARGS ${limit} SOURCES ${_boot_dir}/bootstrap_fdlimit.c
+              TESTNAME bootstrap_fdlimit_${limit}_n8)
+endforeach()
