@@ -2,10 +2,12 @@
  * slot received in step s-1 (our own first) to rank+1 while receiving the next slot from rank-1,
  * both non-blocking under one poll, so large slots cannot deadlock on full socket buffers. Every
  * frame carries the operation's sequence number as its tag, so mismatched calls are caught.
- * Any failure breaks the ring: a one-byte abort mark goes back to rank-1 (the only bytes ever sent
- * against the ring's direction) and both ring sockets are shut down, so rank+1 sees EOF where it
- * expects data and rank-1 sees the mark; both fail and pass it on, in both directions around the
- * ring, so every survivor returns an error promptly. */
+ * Any failure breaks the ring: a notice naming the rank that died or failed (liveness.c) goes to
+ * rank-1 (the only bytes ever sent against the ring's direction) and, at a frame boundary, to
+ * rank+1, and both ring sockets are shut down; the neighbours fail and pass the notice on, in both
+ * directions around the ring, so every survivor returns an error naming that rank promptly. A bare
+ * EOF waits NOTICE_GRACE_MS for a notice from the other side (the neighbour may only have relayed
+ * a failure mid-frame) before it counts as that neighbour's death. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
