@@ -146,6 +146,9 @@ mscclppResult_t boot_fault_error(struct bootstrap* b, const char* op);
  * not), and the handling of what poll found on them. */
 int boot_watch_fds(struct bootstrap* b, int fds[2]);
 void boot_watch_ready(struct bootstrap* b, const short revents[2]);
+/* Looks at the idle ring once, without waiting (abort: a neighbour's death already visible there
+ * is what this rank passes on, rather than its own abort). */
+void boot_ring_look_now(struct bootstrap* b);
 /* Waits up to grace_ms for a notice on fd (without mu); 1 and *out when one came. */
 int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_notice* out);
 

@@ -126,6 +126,15 @@ static void watch_one(struct bootstrap* b, int from_prev) {
   boot_adopt(b, &died, 1);
 }
 
+void boot_ring_look_now(struct bootstrap* b) {
+  int on = b->ring_ready && !b->ring_busy && !b->ring_broken;
+  struct pollfd p[2] = {{.fd = on && !b->prev_has_data && !b->prev_gone ? b->ring_prev_fd : -1, .events = POLLIN},
+                        {.fd = on && !b->next_gone ? b->ring_next_fd : -1, .events = POLLIN}};
+  if (!on || poll(p, 2, 0) <= 0) return;
+  if (p[0].revents) watch_one(b, 1);
+  if (p[1].revents && !b->ring_broken && !b->next_gone) watch_one(b, 0);
+}
+
 int boot_watch_fds(struct bootstrap* b, int fds[2]) {
   pthread_mutex_lock(&b->mu);
   int on = b->ring_ready && !b->ring_busy && !b->ring_broken && !b->aborted;

@@ -136,7 +136,7 @@ static mscclppResult_t check_src(struct mscclppConnection* conn, struct mscclppR
 
 /* A transport's RemoteError may name the wrong rank: the connection to a survivor that gave up
  * after another rank died. The bootstrap knows which rank died first; its word wins. */
-static mscclppResult_t explained(struct mscclppConnection* conn, mscclppResult_t res) {
+mscclppResult_t connection_explained(struct mscclppConnection* conn, mscclppResult_t res) {
   if (res != mscclppRemoteError) return res;
   mscclppResult_t why = bootstrap_explain(conn->comm->boot, conn->t.peer, EXPLAIN_GRACE_MS);
   return why != mscclppSuccess ? why : res;
@@ -148,7 +148,7 @@ mscclppResult_t mscclppConnectionWrite(mscclppConnection_t conn, mscclppRegMem_t
   MPP_CHECK_ARG(conn != NULL, "mscclppConnectionWrite: conn is NULL");
   MPP_CHECK(connection_check_dst(conn, dst, dstOffset, size));
   MPP_CHECK(check_src(conn, src, srcOffset, size));
-  return explained(conn, conn->ops->write(&conn->t, &dst->t, dstOffset, &src->t, srcOffset, size));
+  return connection_explained(conn, conn->ops->write(&conn->t, &dst->t, dstOffset, &src->t, srcOffset, size));
 }
 
 mscclppResult_t connection_write_host(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
@@ -156,7 +156,7 @@ mscclppResult_t connection_write_host(struct mscclppConnection* conn, struct msc
   MPP_CHECK(connection_check_dst(conn, dst, dst_off, size));
   if (conn->ops->write_host == NULL)
     return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no host-memory write path", conn->ops->name, conn->t.peer);
-  return explained(conn, conn->ops->write_host(&conn->t, &dst->t, dst_off, src, size));
+  return connection_explained(conn, conn->ops->write_host(&conn->t, &dst->t, dst_off, src, size));
 }
 
 mscclppResult_t connection_read_host(struct mscclppConnection* conn, void* dst, struct mscclppRegMem* src,
@@ -164,7 +164,7 @@ mscclppResult_t connection_read_host(struct mscclppConnection* conn, void* dst, 
   MPP_CHECK(connection_check_dst(conn, src, src_off, size)); /* the same rules: the peer's, in bounds, reachable */
   if (conn->ops->read_host == NULL)
     return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no read path", conn->ops->name, conn->t.peer);
-  return explained(conn, conn->ops->read_host(&conn->t, dst, &src->t, src_off, size));
+  return connection_explained(conn, conn->ops->read_host(&conn->t, dst, &src->t, src_off, size));
 }
 
 mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
@@ -178,7 +178,7 @@ mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclpp
     return MPP_ERR(mscclppInvalidArgument, "mscclppConnectionUpdateAndSync: rank %d's word at offset %llu is not 8-byte aligned",
                    conn->t.peer, (unsigned long long)dstOffset);
   *src = newValue;
-  return explained(conn, conn->ops->update_and_sync(&conn->t, &dst->t, dstOffset, newValue));
+  return connection_explained(conn, conn->ops->update_and_sync(&conn->t, &dst->t, dstOffset, newValue));
 }
 
 mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeoutMs) {
@@ -186,7 +186,7 @@ mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeout
   MPP_CHECK_ARG(conn != NULL, "mscclppConnectionFlush: conn is NULL");
   int64_t timeout = timeoutMs < 0 ? param_int(PARAM_FLUSH_TIMEOUT) : timeoutMs;
   const int64_t max_ms = 1ll << 40; /* about 35 years: keeps the deadline arithmetic in range */
-  return explained(conn, conn->ops->flush(&conn->t, timeout > max_ms ? max_ms : timeout));
+  return connection_explained(conn, conn->ops->flush(&conn->t, timeout > max_ms ? max_ms : timeout));
 }
 
 void connection_free(struct mscclppConnection* conn, int abort) {

@@ -59,4 +59,8 @@ mscclppResult_t comm_peer_alive(struct mscclppComm* comm, int peer);
  * to half a second to learn it). Cheap enough to call every few milliseconds. */
 mscclppResult_t connection_peer_alive(struct mscclppConnection* conn);
 
+/* res of an operation on conn; a RemoteError is replaced by the bootstrap's word on which rank
+ * died first (bootstrap_explain, up to half a second), which may be another rank than conn's. */
+mscclppResult_t connection_explained(struct mscclppConnection* conn, mscclppResult_t res);
+
 #endif /* MPP_CORE_CONNECTION_H_ */
