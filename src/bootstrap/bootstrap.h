@@ -22,6 +22,10 @@ mscclppResult_t bootstrap_unique_id(mscclppUniqueId* id);
  * warned about once by rank 0); docs/security.md. */
 mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, mscclppUniqueId* id);
 
+/* Stops the root of id if this process runs it and it still waits (a failed init of rank 0): the
+ * ranks that joined fail at once and the port is free for a retry. A no-op otherwise. */
+void bootstrap_root_stop(const mscclppUniqueId* id);
+
 /* Joins the rendezvous named by id as rank of nranks. timeout_ms bounds every later wait. */
 mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, int timeout_ms, struct bootstrap** out);
 
@@ -71,6 +75,15 @@ static inline int boot_tag(enum boot_tag_purpose purpose, int tag) {
 /* Closes every socket at once so that peers blocked on this rank fail promptly; later calls on b
  * return Aborted. Safe to call from another thread while a call is blocked. */
 void bootstrap_abort(struct bootstrap* b);
+/* Success while b knows of no rank that died or failed; else RemoteError naming that rank
+ * (SystemError when it is this rank's own failure). Takes a lock: cheap. Works across hosts and
+ * PID namespaces (it comes from the ring's sockets, see liveness.c). */
+mscclppResult_t bootstrap_health(struct bootstrap* b);
+/* After a connection to peer ended: waits up to grace_ms for b to learn why. The error naming the
+ * rank that died or failed (which may be another one than peer: the one that died first), or peer's
+ * departure; Success when b learnt nothing (the caller's own error stands). */
+mscclppResult_t bootstrap_explain(struct bootstrap* b, int peer, int grace_ms);
+
 /* Frees b (after abort, or when every peer is done with it). */
 void bootstrap_destroy(struct bootstrap* b);
 

@@ -47,6 +47,11 @@ mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, msccl
   return wire_encode_id(&w, id);
 }
 
+void bootstrap_root_stop(const mscclppUniqueId* id) {
+  struct wire_id w;
+  if (id && wire_decode_id(id->internal, sizeof(id->internal), &w) == mscclppSuccess) boot_root_stop(&w.root, w.secret);
+}
+
 int bootstrap_rank(const struct bootstrap* b) { return b->rank; }
 int bootstrap_nranks(const struct bootstrap* b) { return b->nranks; }
 
@@ -64,6 +69,12 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   b->wake_fds[0] = b->wake_fds[1] = -1;
   b->addrs = calloc((size_t)nranks, sizeof(*b->addrs));
   b->peer_gone = calloc((size_t)nranks, 1);
+  b->left_ns = calloc((size_t)nranks, sizeof(*b->left_ns));
+  b->ring_left = -1;
+  b->paused = calloc((size_t)nranks, 1);
+  b->paused_tag = calloc((size_t)nranks, sizeof(*b->paused_tag));
+  int64_t cap = param_int(PARAM_BOOTSTRAP_QUEUE_BYTES);
+  b->queue_cap = cap > 0 ? (uint64_t)cap : 268435456u;
   b->send_fds = malloc(sizeof(int) * (size_t)nranks);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -73,7 +84,7 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   pthread_mutex_init(&b->mu, NULL);
   for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_init(&b->send_mu[i], NULL);
   *out = b;
-  if (!b->addrs || !b->peer_gone || !b->send_fds)
+  if (!b->addrs || !b->peer_gone || !b->send_fds || !b->paused || !b->paused_tag || !b->left_ns)
     return MPP_ERR(mscclppSystemError, "bootstrap: no memory for %d ranks", nranks);
   for (int i = 0; i < nranks; i++) b->send_fds[i] = -1;
   if (pipe2(b->wake_fds, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -116,8 +127,13 @@ static mscclppResult_t join_root(struct bootstrap* b, uint64_t deadline) {
   if (res == mscclppSuccess) res = wire_decode_table(buf, len, b->nranks, b->addrs);
   free(buf);
   sock_close(&fd);
-  if (res != mscclppSuccess)
-    return BOOT_WRAP(res, "bootstrap init of rank %d of %d: waiting for the address table", b->rank, b->nranks);
+  if (res != mscclppSuccess) {
+    char why[512];
+    if (boot_root_failure(&b->root, why, sizeof(why))) /* our own root failed: say why */
+      return MPP_ERR(res, "bootstrap init of rank %d of %d: the root failed: %s", b->rank, b->nranks, why);
+    return BOOT_WRAP(res, "bootstrap init of rank %d of %d: waiting for the address table (the root runs in rank 0's "
+                     "process: its log says why it failed)", b->rank, b->nranks);
+  }
   uint8_t mine[WIRE_ADDR_BYTES], listed[WIRE_ADDR_BYTES];
   wire_encode_addr(&b->my_addr, mine);
   wire_encode_addr(&b->addrs[b->rank], listed);
@@ -176,6 +192,10 @@ mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, 
     bootstrap_destroy(b);
     return res;
   }
+  pthread_mutex_lock(&b->mu);
+  b->ring_ready = 1; /* from now on the progress thread watches the idle ring (liveness.c) */
+  pthread_mutex_unlock(&b->mu);
+  boot_progress_wake(b);
   LOG_INFO_(LOG_SUB_BOOTSTRAP, "bootstrap: rank %d of %d ready", rank, nranks);
   *out = b;
   return mscclppSuccess;
@@ -187,6 +207,7 @@ void bootstrap_abort(struct bootstrap* b) {
   b->aborted = 1;
   /* shutdown, not close: other threads may be blocked on these fds; destroy closes them. */
   if (b->listen_fd >= 0) shutdown(b->listen_fd, SHUT_RDWR);
+  if (!b->fault.type) boot_ring_look_now(b); /* the abort may be a death's consequence: tell that */
   boot_ring_shutdown(b);
   for (int i = 0; b->send_fds && i < b->nranks; i++)
     if (b->send_fds[i] >= 0) shutdown(b->send_fds[i], SHUT_RDWR);
@@ -198,6 +219,12 @@ void bootstrap_abort(struct bootstrap* b) {
 void bootstrap_destroy(struct bootstrap* b) {
   if (!b) return;
   boot_progress_stop(b);
+  if (!b->aborted && b->ring_ready) { /* tell both neighbours this is a departure, not a death */
+    struct boot_notice bye = {.type = BOOT_NOTICE_LEFT, .rank = b->rank};
+    pthread_mutex_lock(&b->mu);
+    boot_ring_close_with(b, &bye, 1);
+    pthread_mutex_unlock(&b->mu);
+  }
   sock_close(&b->listen_fd);
   sock_close(&b->ring_next_fd);
   sock_close(&b->ring_prev_fd);
@@ -209,6 +236,9 @@ void bootstrap_destroy(struct bootstrap* b) {
   free(b->conns);
   free(b->addrs);
   free(b->peer_gone);
+  free(b->paused);
+  free(b->left_ns);
+  free(b->paused_tag);
   free(b->send_fds);
   for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_destroy(&b->send_mu[i]);
   pthread_mutex_destroy(&b->mu);

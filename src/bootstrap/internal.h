@@ -3,8 +3,11 @@
  * Threads: the caller's thread runs init, allgather and barrier (over the ring sockets); any thread
  * may send or recv; one progress thread per bootstrap accepts connections on the listener, checks
  * their hellos and reads incoming point-to-point frames into a queue that recv takes from, so a
- * sender never waits for the receiver to post its recv. `mu` guards the queue, the fds that abort
- * shuts down and the flags; the progress thread alone owns its list of incoming connections. */
+ * sender never waits for the receiver to post its recv. Between ring operations (ring_busy 0) the
+ * progress thread also watches the ring sockets for notices and hang-ups (liveness.c); during one,
+ * only the ring code reads them. `mu` guards the queue, the fds that abort shuts down, the flags
+ * and any read of an idle ring socket; the progress thread alone owns its list of incoming
+ * connections. */
 #ifndef MPP_BOOTSTRAP_INTERNAL_H_
 #define MPP_BOOTSTRAP_INTERNAL_H_
 
@@ -25,9 +28,26 @@ struct boot_msg {
   int32_t tag;
   uint64_t size;
   uint8_t* data;
+  size_t cap; /* bytes allocated for data (counted in queued_bytes) */
+};
+
+/* A recv waiting for (peer, tag) (on its stack, listed under mu): the progress thread reads a
+ * message that such a recv wants even when the queue is over its cap. */
+struct boot_waiter {
+  struct boot_waiter* next;
+  int peer;
+  int32_t tag;
 };
 
 struct boot_conn; /* an incoming connection (progress.c) */
+
+/* What one rank tells the ring about a rank that ended (liveness.c). */
+enum { BOOT_NOTICE_DIED = 1, BOOT_NOTICE_FAILED = 2, BOOT_NOTICE_LEFT = 3 };
+struct boot_notice {
+  int type;  /* 0: none */
+  int rank;  /* the rank that died, failed or left */
+  int cause; /* FAILED: an errno (0: aborted or failed, see its log) */
+};
 
 struct bootstrap {
   int rank, nranks;
@@ -44,8 +64,20 @@ struct bootstrap {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* CLOCK_MONOTONIC; signalled on new messages, state changes */
   int aborted, stopping, ring_broken;
+  int ring_ready;    /* init is done: the progress thread may watch the idle ring */
+  int ring_busy;     /* an allgather or barrier is using the ring sockets */
+  int prev_has_data; /* rank-1's next operation has begun arriving: left for the ring code */
+  struct boot_notice fault; /* the first death or failure learnt of (type 0: none) */
+  int ring_left;            /* a rank whose departure broke the ring, else -1 */
+  int prev_gone, next_gone; /* that ring neighbour left: its socket is no longer watched */
+  uint64_t* left_ns;        /* [nranks]: when that rank's departure was learnt (0: not) */
   mscclppResult_t progress_err; /* set when the progress thread died */
   struct boot_msg *q_head, *q_tail;
+  uint64_t queued_bytes, queue_cap; /* unreceived message bytes (incl. ones being read) and the cap */
+  struct boot_waiter* waiters;      /* recvs waiting now */
+  int32_t* paused_tag;              /* [nranks]: tag of the message of that peer held back by the cap */
+  uint8_t* paused;                  /* [nranks]: 1 while that peer's connection is held back */
+  int nheld;                        /* connections held back (progress thread writes, under mu) */
   uint8_t* peer_gone;  /* [nranks]: its incoming p2p connection ended */
   int* send_fds;       /* [nranks]: our outgoing p2p connection, -1 until the first send */
   pthread_mutex_t send_mu[BOOT_SEND_LOCKS];
@@ -87,11 +119,16 @@ mscclppResult_t boot_address_secret(int rank, uint8_t secret[WIRE_SECRET_BYTES])
 
 /* ---- root.c ---- */
 
-/* Listens on addr (falling back to the wildcard address of its family when that address is not
- * local) and starts a detached thread serving one rendezvous with the given secret. *bound gets
- * the address actually listened on. */
+/* Listens on addr (an error naming it when that fails) and starts a detached thread serving one
+ * rendezvous with the given secret. *bound gets the address actually listened on. */
 mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES],
                                 union sock_addr* bound);
+/* Stops this process's root on addr's port with that secret, if one still collects ranks: it
+ * closes every rank's connection and its listener; returns once the port is free (at most 2 s).
+ * A root whose rendezvous failed is left to turn late ranks away for its last few seconds. */
+void boot_root_stop(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES]);
+/* Why this process's root on addr's port failed last (into buf), or NULL when none of its did. */
+const char* boot_root_failure(const union sock_addr* addr, char* buf, size_t len);
 
 /* ---- progress.c ---- */
 
@@ -100,6 +137,30 @@ mscclppResult_t boot_progress_start(struct bootstrap* b);
 void boot_progress_stop(struct bootstrap* b);
 /* Makes the progress thread look at its flags now (abort, stop). */
 void boot_progress_wake(struct bootstrap* b);
+
+/* ---- liveness.c (mu held by the caller unless said) ---- */
+
+void boot_notice_encode(const struct boot_notice* n, uint8_t out[WIRE_FRAME_BYTES]);
+/* 1 when hdr is a valid notice for this bootstrap (filled into n). */
+int boot_notice_decode(const struct bootstrap* b, const uint8_t hdr[WIRE_FRAME_BYTES], struct boot_notice* n);
+/* Sends n to both ring neighbours (to rank+1 only when its stream is at a frame boundary), once,
+ * then shuts both ring sockets down. */
+void boot_ring_close_with(struct bootstrap* b, const struct boot_notice* n, int next_at_boundary);
+/* Records n (the first death or failure becomes b->fault; a departure is noted) and passes it on. */
+void boot_adopt(struct bootstrap* b, const struct boot_notice* n, int next_at_boundary);
+/* "rank 3 died (...)" and the like. */
+const char* boot_fault_text(const struct bootstrap* b, const struct boot_notice* n, char* buf, size_t len);
+/* The error of b->fault for operation op. */
+mscclppResult_t boot_fault_error(struct bootstrap* b, const char* op);
+/* Progress thread (takes mu): the ring fds to poll now ([0] from rank-1, [1] to rank+1; -1 when
+ * not), and the handling of what poll found on them. */
+int boot_watch_fds(struct bootstrap* b, int fds[2]);
+void boot_watch_ready(struct bootstrap* b, const short revents[2]);
+/* Looks at the idle ring once, without waiting (abort: a neighbour's death already visible there
+ * is what this rank passes on, rather than its own abort). */
+void boot_ring_look_now(struct bootstrap* b);
+/* Waits up to grace_ms for a notice on fd (without mu); 1 and *out when one came. */
+int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_notice* out);
 
 /* ---- p2p.c ---- */
 
@@ -115,9 +176,8 @@ void boot_queue_free(struct bootstrap* b);
 
 /* ---- ring.c ---- */
 
-/* Fails every later ring operation and closes both ring sockets so that the neighbours see EOF. */
-void boot_ring_break(struct bootstrap* b);
-/* The same with mu held (abort). */
+/* Fails every later ring operation: tells both neighbours why (b->fault, else this rank's own
+ * failure) and shuts both ring sockets down. mu held (abort). */
 void boot_ring_shutdown(struct bootstrap* b);
 /* A barrier that init runs once the ring is connected, to confirm it end to end. */
 mscclppResult_t boot_ring_check(struct bootstrap* b);

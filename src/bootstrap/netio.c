@@ -51,7 +51,10 @@ mscclppResult_t boot_connect_peer(const union sock_addr* addr, uint64_t deadline
   char a[INET6_ADDRSTRLEN + 16];
   sock_addr_str(addr, a, sizeof(a));
   int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return MPP_ERRNO(mscclppSystemError, errno, "socket() for a connection to %s", a);
+  if (fd < 0) {
+    int e = errno;
+    return MPP_ERRNO(mscclppSystemError, e, "socket() for a connection to %s%s", a, sock_fd_hint(e));
+  }
   socklen_t alen = addr->sa.sa_family == AF_INET ? sizeof(addr->sin) : sizeof(addr->sin6);
   int err = 0;
   if (connect(fd, &addr->sa, alen) < 0) {

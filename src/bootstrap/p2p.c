@@ -4,6 +4,7 @@
  * into the queue right away; recv takes the oldest queued message of its (peer, tag), waiting on a
  * condition variable until one arrives, the peer's connection ends, abort, or the deadline. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include "util/timeutil.h"
 
 #define SMALL_FRAME 4096 /* payloads up to this go out in one send with their header */
+#define LEFT_GRACE_MS 1000
 
 /* Waits on b->cv (mu held) until deadline_ns. Returns ETIMEDOUT once it has passed. */
 static int cv_wait_until(struct bootstrap* b, uint64_t deadline_ns) {
@@ -26,6 +28,7 @@ static int cv_wait_until(struct bootstrap* b, uint64_t deadline_ns) {
 /* Why b cannot be used any more (mu held), or Success. */
 mscclppResult_t boot_check_state(struct bootstrap* b, const char* op) {
   if (b->aborted) return MPP_ERR(mscclppAborted, "bootstrap %s on rank %d: the bootstrap was aborted", op, b->rank);
+  if (b->fault.type) return boot_fault_error(b, op);
   if (b->progress_err != mscclppSuccess)
     return MPP_ERR(b->progress_err, "bootstrap %s on rank %d: the progress thread failed earlier", op, b->rank);
   return mscclppSuccess;
@@ -34,6 +37,7 @@ mscclppResult_t boot_check_state(struct bootstrap* b, const char* op) {
 void boot_enqueue(struct bootstrap* b, struct boot_msg* m) {
   m->next = NULL;
   pthread_mutex_lock(&b->mu);
+  if (m->peer == b->rank) b->queued_bytes += m->cap; /* a peer's was charged as it arrived */
   if (b->q_tail)
     b->q_tail->next = m;
   else
@@ -63,6 +67,8 @@ static struct boot_msg* dequeue(struct bootstrap* b, int peer, int tag) {
     else
       b->q_head = m->next;
     if (b->q_tail == m) b->q_tail = prev;
+    b->queued_bytes -= m->cap;
+    if (b->nheld > 0) boot_progress_wake(b); /* room for a held-back connection */
     return m;
   }
   return NULL;
@@ -132,6 +138,7 @@ static mscclppResult_t send_self(struct bootstrap* b, int tag, const void* data,
     return MPP_ERR(mscclppSystemError, "bootstrap send to self: no memory for %zu bytes", size);
   }
   if (size) memcpy(m->data, data, size);
+  m->cap = (size ? size : 1) + sizeof(*m);
   m->peer = b->rank;
   m->tag = tag;
   m->size = size;
@@ -173,7 +180,12 @@ mscclppResult_t bootstrap_send(struct bootstrap* b, int peer, int tag, const voi
     int aborted = b->aborted;
     pthread_mutex_unlock(&b->mu);
     if (aborted) return MPP_ERR(mscclppAborted, "bootstrap send to %s (tag %d): aborted", who, tag);
-    return BOOT_WRAP(res, "bootstrap send of %zu bytes with tag %d to %s", size, tag, who);
+    /* The peer gone: say which rank failed first when the bootstrap learns it within the grace
+     * (the peer may only have closed after another rank's failure). */
+    char first[512];
+    snprintf(first, sizeof(first), "%s", err_last());
+    if (bootstrap_explain(b, peer, 500) != mscclppSuccess) return BOOT_WRAP(mscclppRemoteError, "bootstrap send to %s", who);
+    return MPP_ERR(res, "bootstrap send of %zu bytes with tag %d to %s: %s", size, tag, who, first);
   }
   return mscclppSuccess;
 }
@@ -200,22 +212,49 @@ mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* dat
   uint64_t deadline = boot_deadline(b);
   mscclppResult_t res = mscclppSuccess;
   struct boot_msg* m = NULL;
+  struct boot_waiter me = {.peer = peer, .tag = tag};
   pthread_mutex_lock(&b->mu);
+  me.next = b->waiters;
+  b->waiters = &me;
+  if (b->nheld > 0) boot_progress_wake(b); /* a held-back message may be this one */
   while (!(m = dequeue(b, peer, tag))) {
     res = boot_check_state(b, "recv");
     if (res != mscclppSuccess) break;
+    if (b->paused[peer] && b->paused_tag[peer] != tag) {
+      res = MPP_ERR(mscclppInvalidUsage,
+                    "bootstrap recv with tag %d from %s: %llu bytes of unreceived messages fill this rank's queue "
+                    "(cap %llu, MSCCLPP_BOOTSTRAP_QUEUE_BYTES), and that rank's next message (tag %d) waits behind "
+                    "them: receive the queued messages first or raise the cap",
+                    tag, who, (unsigned long long)b->queued_bytes, (unsigned long long)b->queue_cap,
+                    (int)b->paused_tag[peer]);
+      break;
+    }
     if (b->peer_gone[peer]) {
       res = MPP_ERR(mscclppRemoteError, "bootstrap recv with tag %d: %s closed its connection (exited or aborted?)",
                     tag, who);
       break;
     }
-    if (cv_wait_until(b, deadline) == ETIMEDOUT && !(m = dequeue(b, peer, tag))) {
+    /* A rank that left cleanly sends nothing more: what it sent before its notice has arrived
+     * within LEFT_GRACE_MS (its connection is read before the ring in each progress round). */
+    uint64_t left = b->left_ns[peer], until = deadline;
+    if (left && time_now_ns() >= left + LEFT_GRACE_MS * 1000000ull) {
+      res = MPP_ERR(mscclppRemoteError, "bootstrap recv with tag %d: %s left (destroyed its communicator) without "
+                    "sending it", tag, who);
+      break;
+    }
+    if (left && left + LEFT_GRACE_MS * 1000000ull < until) until = left + LEFT_GRACE_MS * 1000000ull;
+    if (cv_wait_until(b, until) == ETIMEDOUT && until == deadline && !(m = dequeue(b, peer, tag))) {
       res = MPP_ERR(mscclppTimeout, "bootstrap recv of %zu bytes with tag %d from %s: nothing within %d ms", size,
                     tag, who, b->timeout_ms);
       break;
     }
     if (m) break;
   }
+  for (struct boot_waiter** w = &b->waiters; *w; w = &(*w)->next)
+    if (*w == &me) {
+      *w = me.next;
+      break;
+    }
   pthread_mutex_unlock(&b->mu);
   return m ? take(m, data, size, who) : res;
 }

@@ -32,14 +32,50 @@ struct boot_conn {
   uint8_t nonce[WIRE_NONCE_BYTES]; /* our challenge's nonce */
   struct boot_msg* msg; /* the message whose payload is being read */
   uint64_t hello_deadline_ns;
+  int held; /* its next step waits for room in the queue (not polled meanwhile) */
 };
+
+static void set_held(struct bootstrap* b, struct boot_conn* c, int held) {
+  if (c->held == held) return;
+  c->held = held;
+  b->nheld += held ? 1 : -1;
+}
 
 static void conn_drop(struct bootstrap* b, int i) {
   struct boot_conn* c = &b->conns[i];
   sock_close(&c->fd);
+  pthread_mutex_lock(&b->mu);
+  if (c->msg) b->queued_bytes -= c->msg->cap;
+  if (c->peer >= 0) b->paused[c->peer] = 0;
+  set_held(b, c, 0);
+  pthread_mutex_unlock(&b->mu);
   if (c->msg) free(c->msg->data);
   free(c->msg);
   b->conns[i] = b->conns[--b->nconns];
+}
+
+/* 1 when a recv is waiting for peer's message with tag (mu held). */
+static int wanted(const struct bootstrap* b, int peer, int32_t tag) {
+  for (const struct boot_waiter* w = b->waiters; w; w = w->next)
+    if (w->peer == peer && w->tag == tag) return 1;
+  return 0;
+}
+
+/* Charges `extra` more bytes of conn c's message to the queue when they fit under the cap or a
+ * recv waits for that message; else holds c back (its peer is marked paused, so that a recv
+ * waiting for another of its messages fails at once instead of waiting for the timeout). */
+static int admit(struct bootstrap* b, struct boot_conn* c, uint64_t extra) {
+  pthread_mutex_lock(&b->mu);
+  int ok = b->queued_bytes + extra <= b->queue_cap || wanted(b, c->peer, c->msg->tag);
+  if (ok) b->queued_bytes += extra;
+  if (b->paused[c->peer] != !ok || (!ok && b->paused_tag[c->peer] != c->msg->tag)) {
+    b->paused[c->peer] = (uint8_t)!ok;
+    b->paused_tag[c->peer] = c->msg->tag;
+    pthread_cond_broadcast(&b->cv);
+  }
+  set_held(b, c, !ok);
+  pthread_mutex_unlock(&b->mu);
+  return ok;
 }
 
 static void refuse(struct bootstrap* b, int i, const char* why) {
@@ -119,12 +155,9 @@ static int header_done(struct bootstrap* b, int i) {
   struct boot_conn* c = &b->conns[i];
   struct wire_frame f;
   if (wire_decode_frame(c->hdr, WIRE_FRAME_BYTES, &f) != mscclppSuccess) return peer_lost(b, i, "bad frame header"), 1;
+  /* The payload buffer grows as bytes arrive (grow_payload), never by the header's word alone. */
   struct boot_msg* m = calloc(1, sizeof(*m));
-  if (m) m->data = malloc(f.length ? (size_t)f.length : 1);
-  if (!m || !m->data) {
-    free(m);
-    return peer_lost(b, i, "no memory for the message"), 1;
-  }
+  if (!m) return peer_lost(b, i, "no memory for the message"), 1;
   m->peer = c->peer;
   m->tag = f.tag;
   m->size = f.length;
@@ -133,10 +166,36 @@ static int header_done(struct bootstrap* b, int i) {
   return 0;
 }
 
-static void message_done(struct bootstrap* b, struct boot_conn* c) {
+#define FIRST_CHUNK 65536 /* a payload's first buffer; it doubles as more arrives */
+
+/* Queues conn c's complete message once its bookkeeping fits. 0 when held back. */
+static int message_done(struct bootstrap* b, struct boot_conn* c) {
+  if (!admit(b, c, sizeof(struct boot_msg))) return 0;
+  c->msg->cap += sizeof(struct boot_msg);
   boot_enqueue(b, c->msg);
   c->msg = NULL;
   c->got = 0;
+  return 1;
+}
+
+/* Makes room for more of conn i's payload. 1 when there is; 0 when held back or conn i was
+ * removed (no memory). */
+static int grow_payload(struct bootstrap* b, int i) {
+  struct boot_conn* c = &b->conns[i];
+  struct boot_msg* m = c->msg;
+  uint64_t want = m->cap < FIRST_CHUNK / 2 ? FIRST_CHUNK : 2 * (uint64_t)m->cap;
+  if (want > m->size) want = m->size;
+  if (!admit(b, c, want - m->cap)) return 0;
+  uint8_t* d = realloc(m->data, (size_t)want);
+  if (!d) {
+    pthread_mutex_lock(&b->mu);
+    b->queued_bytes -= want - m->cap;
+    pthread_mutex_unlock(&b->mu);
+    return peer_lost(b, i, "no memory for the message"), 0;
+  }
+  m->data = d;
+  m->cap = (size_t)want;
+  return 1;
 }
 
 /* Reads what conn i has, stepping through hello, header and payload until the socket is empty.
@@ -150,8 +209,12 @@ static void conn_read(struct bootstrap* b, int i) {
       dst = c->hdr + c->got, want = (c->proving ? AUTH_PROOF_BYTES : WIRE_HELLO_BYTES) - c->got;
     } else if (!c->msg) {
       dst = c->hdr + c->got, want = WIRE_FRAME_BYTES - c->got;
+    } else if (c->got == c->msg->size) { /* complete (zero-length, or held back at the end) */
+      if (!message_done(b, c)) return;
+      continue;
     } else {
-      dst = c->msg->data + c->got, want = (size_t)(c->msg->size - c->got);
+      if (c->got == c->msg->cap && !grow_payload(b, i)) return;
+      dst = c->msg->data + c->got, want = c->msg->cap - c->got;
     }
     ssize_t n = want ? recv(c->fd, dst, want, MSG_DONTWAIT) : 0;
     if (want && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
@@ -166,9 +229,6 @@ static void conn_read(struct bootstrap* b, int i) {
       if (hello_done(b, i)) return;
     } else if (c->peer >= 0 && !c->msg && c->got == WIRE_FRAME_BYTES) {
       if (header_done(b, i)) return;
-      if (c->msg->size == 0) message_done(b, c);
-    } else if (c->msg && c->got == c->msg->size) {
-      message_done(b, c);
     }
   }
 }
@@ -193,13 +253,23 @@ static int make_room(struct bootstrap* b) {
   return 1;
 }
 
-static void accept_one(struct bootstrap* b) {
+/* Accepts one connection. Out of fds (EMFILE, ENFILE) the listener would stay readable and the
+ * thread spin: that is this rank's failure instead, told to every rank (SystemError). */
+static mscclppResult_t accept_one(struct bootstrap* b) {
   union sock_addr a;
   socklen_t alen = sizeof(a);
   int fd = accept4(b->listen_fd, &a.sa, &alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) {
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) usleep(10000);
-    return;
+    int e = errno;
+    if (e == EMFILE || e == ENFILE) {
+      struct boot_notice n = {.type = BOOT_NOTICE_FAILED, .rank = b->rank, .cause = e};
+      pthread_mutex_lock(&b->mu);
+      boot_adopt(b, &n, !b->ring_busy);
+      pthread_mutex_unlock(&b->mu);
+      return MPP_ERRNO(mscclppSystemError, e, "bootstrap rank %d: accepting a connection%s", b->rank, sock_fd_hint(e));
+    }
+    if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR && e != ECONNABORTED) usleep(10000);
+    return mscclppSuccess;
   }
   if (!make_room(b)) {
     char t[INET6_ADDRSTRLEN + 16], what[64];
@@ -208,7 +278,7 @@ static void accept_one(struct bootstrap* b) {
                 "bootstrap rank %d: refused a connection from %s: too many connections", b->rank,
                 sock_addr_str(&a, t, sizeof(t)));
     close(fd);
-    return;
+    return mscclppSuccess;
   }
   struct boot_conn* c = &b->conns[b->nconns++];
   memset(c, 0, sizeof(*c));
@@ -216,6 +286,7 @@ static void accept_one(struct bootstrap* b) {
   c->peer = -1;
   c->addr = a;
   c->hello_deadline_ns = time_deadline_ms(CONN_HELLO_MS);
+  return mscclppSuccess;
 }
 
 static int should_stop(struct bootstrap* b) {
@@ -225,14 +296,20 @@ static int should_stop(struct bootstrap* b) {
   return stop;
 }
 
-/* One poll over the wake pipe, the listener and every connection. */
+#define FIXED_FDS 4 /* wake pipe, listener, ring from rank-1, ring to rank+1 */
+
+/* One poll over the wake pipe, the listener, the idle ring and every connection. */
 static mscclppResult_t progress_round(struct bootstrap* b) {
-  int n = 2 + b->nconns;
+  int n = FIXED_FDS + b->nconns, ring[2];
   struct pollfd* p = malloc(sizeof(*p) * (size_t)n);
   if (!p) return MPP_ERR(mscclppSystemError, "bootstrap rank %d: no memory to poll %d sockets", b->rank, n);
+  boot_watch_fds(b, ring);
   p[0] = (struct pollfd){.fd = b->wake_fds[0], .events = POLLIN};
   p[1] = (struct pollfd){.fd = b->listen_fd, .events = POLLIN};
-  for (int i = 0; i < b->nconns; i++) p[2 + i] = (struct pollfd){.fd = b->conns[i].fd, .events = POLLIN};
+  p[2] = (struct pollfd){.fd = ring[0], .events = POLLIN};
+  p[3] = (struct pollfd){.fd = ring[1], .events = POLLIN};
+  for (int i = 0; i < b->nconns; i++) /* a held connection is not read, so not polled (no spinning) */
+    p[FIXED_FDS + i] = (struct pollfd){.fd = b->conns[i].held ? -1 : b->conns[i].fd, .events = POLLIN};
   if (poll(p, (nfds_t)n, PROGRESS_POLL_MS) < 0 && errno != EINTR) {
     free(p);
     return MPP_ERRNO(mscclppSystemError, errno, "bootstrap rank %d: poll in the progress thread", b->rank);
@@ -240,20 +317,23 @@ static mscclppResult_t progress_round(struct bootstrap* b) {
   uint64_t now = time_now_ns();
   int nconns = b->nconns;
   for (int i = nconns - 1; i >= 0; i--) { /* backwards: removal moves the last entry into i */
-    if (p[2 + i].revents)
+    if (p[FIXED_FDS + i].revents || b->conns[i].held) /* a held one retries: a recv may have made room */
       conn_read(b, i);
     else if (b->conns[i].peer < 0 && now > b->conns[i].hello_deadline_ns)
       refuse(b, i, "no hello in time");
   }
-  if (p[1].revents) accept_one(b);
+  mscclppResult_t res = p[1].revents ? accept_one(b) : mscclppSuccess;
   log_rate_tick(&b->refusals, LOG_SUB_BOOTSTRAP);
+  /* After the connections and the listener: a rank's last p2p bytes are read before its notice. */
+  short rev[2] = {p[2].revents, p[3].revents};
+  if (rev[0] || rev[1]) boot_watch_ready(b, rev);
   if (p[0].revents) {
     char junk[64];
     while (read(b->wake_fds[0], junk, sizeof(junk)) > 0) {
     }
   }
   free(p);
-  return mscclppSuccess;
+  return res;
 }
 
 static void* progress_main(void* arg) {

@@ -2,10 +2,12 @@
  * slot received in step s-1 (our own first) to rank+1 while receiving the next slot from rank-1,
  * both non-blocking under one poll, so large slots cannot deadlock on full socket buffers. Every
  * frame carries the operation's sequence number as its tag, so mismatched calls are caught.
- * Any failure breaks the ring: a one-byte abort mark goes back to rank-1 (the only bytes ever sent
- * against the ring's direction) and both ring sockets are shut down, so rank+1 sees EOF where it
- * expects data and rank-1 sees the mark; both fail and pass it on, in both directions around the
- * ring, so every survivor returns an error promptly. */
+ * Any failure breaks the ring: a notice naming the rank that died or failed (liveness.c) goes to
+ * rank-1 (the only bytes ever sent against the ring's direction) and, at a frame boundary, to
+ * rank+1, and both ring sockets are shut down; the neighbours fail and pass the notice on, in both
+ * directions around the ring, so every survivor returns an error naming that rank promptly. A bare
+ * EOF waits NOTICE_GRACE_MS for a notice from the other side (the neighbour may only have relayed
+ * a failure mid-frame) before it counts as that neighbour's death. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -24,27 +26,37 @@ struct xfer {
   uint8_t* rbuf;
   size_t size, sdone, rdone; /* done counts include the 16-byte header */
   int32_t tag;
+  int eof_from;  /* the neighbour whose connection ended without a notice, else -1 */
+  int next_left; /* rank+1 left after taking all we send in this operation (its last step) */
 };
 
-void boot_ring_break(struct bootstrap* b) {
-  pthread_mutex_lock(&b->mu);
-  boot_ring_shutdown(b);
-  pthread_mutex_unlock(&b->mu);
-}
+#define NOTICE_GRACE_MS 300 /* a bare EOF waits this long for a notice from the other side */
 
 void boot_ring_shutdown(struct bootstrap* b) {
-  b->ring_broken = 1;
-  if (b->ring_prev_fd >= 0) { /* the abort mark: rank-1 tells a failure from a clean finish by it */
-    (void)!send(b->ring_prev_fd, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-    shutdown(b->ring_prev_fd, SHUT_RDWR);
-  }
-  if (b->ring_next_fd >= 0) shutdown(b->ring_next_fd, SHUT_RDWR);
+  struct boot_notice self = {.type = BOOT_NOTICE_FAILED, .rank = b->rank};
+  boot_ring_close_with(b, b->fault.type ? &b->fault : &self, !b->ring_busy);
 }
 
-static mscclppResult_t io_err(struct bootstrap* b, int peer, ssize_t n, int err, const char* dir) {
+/* A notice arrived from a neighbour during an operation: adopt it and fail with it. */
+static mscclppResult_t notice_err(struct bootstrap* b, const struct boot_notice* n, int next_at_boundary) {
+  pthread_mutex_lock(&b->mu);
+  boot_adopt(b, n, next_at_boundary);
+  mscclppResult_t res = n->type == BOOT_NOTICE_LEFT ? mscclppSuccess : boot_fault_error(b, "allgather/barrier");
+  pthread_mutex_unlock(&b->mu);
+  if (n->type == BOOT_NOTICE_LEFT) {
+    char why[256];
+    res = MPP_ERR(mscclppRemoteError, "bootstrap ring on rank %d: %s", b->rank, boot_fault_text(b, n, why, sizeof(why)));
+  }
+  return res;
+}
+
+static mscclppResult_t io_err(struct bootstrap* b, struct xfer* x, int peer, ssize_t n, int err, const char* dir) {
   char who[128];
   boot_peer_str(b, peer, who, sizeof(who));
-  if (n == 0) return MPP_ERR(mscclppRemoteError, "bootstrap ring: %s closed the connection (exited, aborted or failed)", who);
+  if (n == 0 || err == ECONNRESET || err == EPIPE) { /* a reset: it died with our bytes unread */
+    x->eof_from = peer;
+    return MPP_ERR(mscclppRemoteError, "bootstrap ring: %s closed the connection (exited, aborted or failed)", who);
+  }
   return MPP_ERRNO(mscclppRemoteError, err, "bootstrap ring: %s %s", dir, who);
 }
 
@@ -54,7 +66,7 @@ static mscclppResult_t step_send(struct bootstrap* b, struct xfer* x) {
   size_t want = x->sdone < WIRE_FRAME_BYTES ? WIRE_FRAME_BYTES - x->sdone : WIRE_FRAME_BYTES + x->size - x->sdone;
   ssize_t n = send(b->ring_next_fd, p, want, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return mscclppSuccess;
-  if (n <= 0) return io_err(b, (b->rank + 1) % b->nranks, -1, errno, "sending to");
+  if (n <= 0) return io_err(b, x, (b->rank + 1) % b->nranks, -1, errno, "sending to");
   x->sdone += (size_t)n;
   return mscclppSuccess;
 }
@@ -66,10 +78,12 @@ static mscclppResult_t step_recv(struct bootstrap* b, struct xfer* x) {
   size_t want = x->rdone < WIRE_FRAME_BYTES ? WIRE_FRAME_BYTES - x->rdone : WIRE_FRAME_BYTES + x->size - x->rdone;
   ssize_t n = recv(b->ring_prev_fd, p, want, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return mscclppSuccess;
-  if (n <= 0) return io_err(b, prev, n, errno, "receiving from");
+  if (n <= 0) return io_err(b, x, prev, n, errno, "receiving from");
   x->rdone += (size_t)n;
   if (x->rdone == WIRE_FRAME_BYTES) {
     struct wire_frame f;
+    struct boot_notice note;
+    if (boot_notice_decode(b, x->rhdr, &note)) return notice_err(b, &note, x->sdone == 0 || x->sdone == WIRE_FRAME_BYTES + x->size);
     MPP_CHECK(wire_decode_frame(x->rhdr, WIRE_FRAME_BYTES, &f));
     char who[128];
     if (f.tag != x->tag || f.length != (uint64_t)x->size)
@@ -82,14 +96,26 @@ static mscclppResult_t step_recv(struct bootstrap* b, struct xfer* x) {
   return mscclppSuccess;
 }
 
-/* rank+1 became readable. It never sends us data except the abort mark, so data means it failed.
- * EOF while we still send means it is gone; EOF after our part is sent may be a clean finish (it
- * completed the operation and left), so *watch is cleared and rank-1's EOF will tell instead. */
-static mscclppResult_t next_readable(struct bootstrap* b, const struct xfer* x, size_t total, int* watch) {
+/* rank+1 became readable. It sends us nothing but notices, so a notice or other data means it
+ * failed, died or left. EOF while we still send means it is gone; EOF after our part is sent may be
+ * a clean finish (it completed the operation and left), so *watch is cleared and rank-1's EOF will
+ * tell instead. */
+static mscclppResult_t next_readable(struct bootstrap* b, struct xfer* x, size_t total, int* watch) {
   int next = (b->rank + 1) % b->nranks;
-  char c;
-  ssize_t n = recv(b->ring_next_fd, &c, 1, MSG_DONTWAIT);
+  uint8_t hdr[WIRE_FRAME_BYTES];
+  ssize_t n = recv(b->ring_next_fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_PEEK);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return mscclppSuccess;
+  struct boot_notice note;
+  if (n == (ssize_t)sizeof(hdr) && boot_notice_decode(b, hdr, &note)) {
+    (void)!recv(b->ring_next_fd, hdr, sizeof(hdr), MSG_DONTWAIT);
+    if (note.type == BOOT_NOTICE_LEFT && note.rank == next && x->sdone == total) { /* a clean finish */
+      x->next_left = 1;
+      *watch = 0;
+      return mscclppSuccess;
+    }
+    return notice_err(b, &note, x->sdone == 0 || x->sdone == total);
+  }
+  if (n > 0 && n < (ssize_t)sizeof(hdr)) return mscclppSuccess; /* the rest of a notice is coming */
   if (n > 0) {
     char who[128];
     return MPP_ERR(mscclppRemoteError, "bootstrap ring: %s failed or aborted", boot_peer_str(b, next, who, sizeof(who)));
@@ -98,7 +124,7 @@ static mscclppResult_t next_readable(struct bootstrap* b, const struct xfer* x, 
     *watch = 0;
     return mscclppSuccess;
   }
-  return io_err(b, next, n, errno, "receiving from");
+  return io_err(b, x, next, n, errno, "receiving from");
 }
 
 /* Runs one step to completion or failure. */
@@ -128,34 +154,89 @@ static mscclppResult_t step(struct bootstrap* b, struct xfer* x, uint64_t deadli
   return mscclppSuccess;
 }
 
-/* Fails fast when the ring cannot be used. */
-static mscclppResult_t ring_usable(struct bootstrap* b, const char* op) {
+/* Fails fast when the ring cannot be used; else marks it busy (the progress thread leaves it). */
+static mscclppResult_t ring_enter(struct bootstrap* b, const char* op) {
   pthread_mutex_lock(&b->mu);
   mscclppResult_t res = boot_check_state(b, op);
-  if (res == mscclppSuccess && b->ring_broken)
+  if (res == mscclppSuccess && b->ring_left >= 0)
+    res = MPP_ERR(mscclppRemoteError, "bootstrap %s on rank %d: rank %d left (destroyed its communicator)", op, b->rank,
+                  b->ring_left);
+  else if (res == mscclppSuccess && b->ring_broken)
     res = MPP_ERR(mscclppRemoteError, "bootstrap %s on rank %d: the ring broke in an earlier failure", op, b->rank);
+  if (res == mscclppSuccess) b->ring_busy = 1;
+  pthread_mutex_unlock(&b->mu);
+  if (res == mscclppSuccess) boot_progress_wake(b); /* it stops polling the ring now */
+  return res;
+}
+
+/* The operation is over: the progress thread watches the ring again. */
+static void ring_leave(struct bootstrap* b) {
+  pthread_mutex_lock(&b->mu);
+  b->ring_busy = 0;
+  b->prev_has_data = 0;
+  pthread_mutex_unlock(&b->mu);
+  boot_progress_wake(b);
+}
+
+/* A step failed with res. Breaks the ring telling why: the fault already known, a notice that
+ * comes within the grace from the other side after a bare EOF (the neighbour only relayed it), else
+ * the neighbour's death (bare EOF) or this rank's own failure. Returns the error to report. */
+static mscclppResult_t ring_fail(struct bootstrap* b, const struct xfer* x, mscclppResult_t res, const char* op) {
+  size_t total = WIRE_FRAME_BYTES + x->size;
+  int at_boundary = x->sdone == 0 || x->sdone == total;
+  pthread_mutex_lock(&b->mu);
+  int known = b->fault.type != 0 || b->aborted || b->ring_broken;
+  pthread_mutex_unlock(&b->mu);
+  struct boot_notice n = {.type = BOOT_NOTICE_FAILED, .rank = b->rank};
+  if (!known && x->eof_from >= 0) {
+    int prev = (b->rank + b->nranks - 1) % b->nranks;
+    int other = x->eof_from == prev ? b->ring_next_fd : b->ring_prev_fd;
+    if (!boot_wait_notice(b, other, NOTICE_GRACE_MS, &n)) n = (struct boot_notice){.type = BOOT_NOTICE_DIED, .rank = x->eof_from};
+  }
+  pthread_mutex_lock(&b->mu);
+  if (!known) {
+    boot_adopt(b, &n, at_boundary);
+    if (n.type != BOOT_NOTICE_FAILED || n.rank != b->rank) res = boot_fault_error(b, op);
+  } else {
+    boot_ring_shutdown(b);
+    if (b->fault.type && !b->aborted) res = boot_fault_error(b, op);
+  }
   pthread_mutex_unlock(&b->mu);
   return res;
 }
 
 /* The ring allgather; data may be NULL when bytes_per_rank is 0 (barrier). */
 static mscclppResult_t ring_allgather(struct bootstrap* b, uint8_t* data, size_t bpr, const char* op) {
-  MPP_CHECK(ring_usable(b, op));
-  if (b->nranks == 1) return mscclppSuccess;
+  if (b->nranks == 1) {
+    pthread_mutex_lock(&b->mu);
+    mscclppResult_t res = boot_check_state(b, op);
+    pthread_mutex_unlock(&b->mu);
+    return res;
+  }
+  MPP_CHECK(ring_enter(b, op));
   int n = b->nranks, r = b->rank;
   int32_t tag = (int32_t)(++b->ring_seq & 0x7fffffff);
   uint64_t deadline = boot_deadline(b);
   mscclppResult_t res = mscclppSuccess;
+  struct xfer x;
   for (int s = 0; s < n - 1 && res == mscclppSuccess; s++) {
-    struct xfer x = {.size = bpr, .tag = tag};
+    x = (struct xfer){.size = bpr, .tag = tag, .eof_from = -1};
     x.sbuf = data ? data + (size_t)((r - s + n) % n) * bpr : NULL;
     x.rbuf = data ? data + (size_t)((r - s - 1 + n) % n) * bpr : NULL;
     struct wire_frame f = {.tag = tag, .length = bpr};
     wire_encode_frame(&f, x.shdr);
     res = step(b, &x, deadline);
   }
+  if (res != mscclppSuccess) {
+    res = ring_fail(b, &x, res, op);
+  } else if (x.next_left) { /* now that the operation is done, the ring is over */
+    struct boot_notice bye = {.type = BOOT_NOTICE_LEFT, .rank = (r + 1) % n};
+    pthread_mutex_lock(&b->mu);
+    boot_adopt(b, &bye, 1);
+    pthread_mutex_unlock(&b->mu);
+  }
+  ring_leave(b);
   if (res == mscclppSuccess) return mscclppSuccess;
-  boot_ring_break(b);
   pthread_mutex_lock(&b->mu);
   int aborted = b->aborted;
   pthread_mutex_unlock(&b->mu);

@@ -7,10 +7,12 @@
  * mismatched nranks ends the rendezvous: every connection is closed, so the ranks fail at once. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/internal.h"
@@ -39,6 +41,10 @@ struct pending {
 };
 
 struct root {
+  struct root* next; /* in the list of running roots (roots_mu) */
+  _Atomic int stop;  /* boot_root_stop: give up now, without lingering */
+  int lingering;     /* the rendezvous failed: late ranks are being turned away (roots_mu) */
+  union sock_addr bound;
   int listen_fd;
   uint8_t key[WIRE_KEY_BYTES]; /* the handshakes' key (wire_boot_key) */
   struct log_rate refusals;
@@ -50,6 +56,14 @@ struct root {
   struct pending pend[ROOT_MAX_PENDING];
   int npend;
 };
+
+/* The roots this process runs, so that a failed init can stop its own at once (its port free
+ * for a retry). A root unlinks itself, under roots_mu, before closing its listener. */
+static pthread_mutex_t roots_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t roots_cv = PTHREAD_COND_INITIALIZER;
+static struct root* roots;
+static char last_failure[512];           /* why this process's last failed root failed */
+static union sock_addr last_failure_addr; /* and where it listened */
 
 static const char* addr_text(const union sock_addr* a, char* buf, size_t len) { return sock_addr_str(a, buf, len); }
 
@@ -151,11 +165,18 @@ static mscclppResult_t read_pending(struct root* r, int i) {
   return finish_hello(r, i);
 }
 
-static void accept_one(struct root* r) {
+/* Accepts one connection. Out of fds the listener stays readable: the rendezvous fails at once,
+ * saying so, instead of spinning until the deadline. */
+static mscclppResult_t accept_one(struct root* r) {
   union sock_addr a;
   socklen_t alen = sizeof(a);
   int fd = accept4(r->listen_fd, &a.sa, &alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd < 0) return; /* EAGAIN, or a connection that went away */
+  if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+    int e = errno;
+    return MPP_ERRNO(mscclppSystemError, e, "bootstrap root (in rank 0's process): accepting a rank's connection%s",
+                     sock_fd_hint(e));
+  }
+  if (fd < 0) return mscclppSuccess; /* EAGAIN, or a connection that went away */
   if (r->npend == ROOT_MAX_PENDING) { /* drop the oldest: real ranks send their hello at once */
     int oldest = 0;
     for (int i = 1; i < r->npend; i++)
@@ -167,6 +188,7 @@ static void accept_one(struct root* r) {
   p->fd = fd;
   p->addr = a;
   p->deadline_ns = time_deadline_ms(ROOT_HELLO_MS);
+  return mscclppSuccess;
 }
 
 /* A joined rank hung up. Near its own deadline it timed out, as the others are about to: the root
@@ -201,14 +223,14 @@ static mscclppResult_t poll_round(struct root* r, struct pollfd* pfds) {
     else if (now > r->pend[i].deadline_ns)
       refuse(r, i, "no complete handshake in time");
   }
-  if (pfds[0].revents) accept_one(r);
   log_rate_tick(&r->refusals, LOG_SUB_BOOTSTRAP);
-  return mscclppSuccess;
+  return pfds[0].revents ? accept_one(r) : mscclppSuccess;
 }
 
 /* Collects hellos until every rank has joined or the deadline passes. */
 static mscclppResult_t collect(struct root* r) {
   while (r->nranks == 0 || r->joined < r->nranks) {
+    if (atomic_load(&r->stop)) return MPP_ERR(mscclppAborted, "bootstrap root: stopped (rank 0's init failed)");
     if (time_left_ms(r->deadline_ns) <= 0)
       return MPP_ERR(mscclppTimeout, "bootstrap root: %d of %d ranks joined before the timeout", r->joined, r->nranks);
     size_t cap = 1 + ROOT_MAX_PENDING + (size_t)r->nranks;
@@ -256,27 +278,82 @@ static void root_free(struct root* r) {
  * their timeout. */
 static void fail_everyone(struct root* r) {
   log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: rendezvous failed; closing every rank's connection");
+  pthread_mutex_lock(&roots_mu); /* a failed rendezvous is not cut short: late ranks learn at once */
+  r->lingering = 1;
+  pthread_mutex_unlock(&roots_mu);
   for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
   r->npend = 0;
   for (int k = 0; r->fds && k < r->nranks; k++) sock_close(&r->fds[k]);
-  uint64_t end = time_deadline_ms(ROOT_LINGER_MS);
+  uint64_t end = atomic_load(&r->stop) ? 0 : time_deadline_ms(ROOT_LINGER_MS);
   if (end > r->deadline_ns) end = r->deadline_ns;
   for (int64_t left; (left = time_left_ms(end)) > 0;) {
     struct pollfd p = {.fd = r->listen_fd, .events = POLLIN};
     if (poll(&p, 1, (int)left) > 0) {
       int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd >= 0) close(fd);
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE)) break; /* cannot turn them away: no spinning */
     }
   }
+}
+
+/* Closes r's listener and unlists r, under roots_mu (a stopper may be looking at its fd). */
+static void unregister(struct root* r) {
+  pthread_mutex_lock(&roots_mu);
+  sock_close(&r->listen_fd);
+  for (struct root** p = &roots; *p; p = &(*p)->next)
+    if (*p == r) {
+      *p = r->next;
+      break;
+    }
+  pthread_cond_broadcast(&roots_cv);
+  pthread_mutex_unlock(&roots_mu);
 }
 
 static void* root_main(void* arg) {
   struct root* r = arg;
   mscclppResult_t res = collect(r);
   if (res == mscclppSuccess) res = send_tables(r);
-  if (res != mscclppSuccess) fail_everyone(r);
+  if (res != mscclppSuccess) {
+    log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "%s", err_last());
+    pthread_mutex_lock(&roots_mu);
+    snprintf(last_failure, sizeof(last_failure), "%s", err_last());
+    last_failure_addr = r->bound;
+    pthread_mutex_unlock(&roots_mu);
+    fail_everyone(r);
+  }
+  unregister(r);
   root_free(r);
   return NULL;
+}
+
+static int same_port(const union sock_addr* a, const union sock_addr* b) {
+  if (a->sa.sa_family != b->sa.sa_family) return 0;
+  return a->sa.sa_family == AF_INET6 ? a->sin6.sin6_port == b->sin6.sin6_port : a->sin.sin_port == b->sin.sin_port;
+}
+
+void boot_root_stop(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES]) {
+  uint8_t key[WIRE_KEY_BYTES]; /* roots keep the handshakes' key, not the secret */
+  if (wire_boot_key(secret, key) != mscclppSuccess) return;
+  pthread_mutex_lock(&roots_mu);
+  struct root* found = NULL;
+  for (struct root* r = roots; r && !found; r = r->next)
+    if (same_port(&r->bound, addr) && auth_equal(r->key, key, sizeof(key))) found = r;
+  if (found && found->lingering) found = NULL; /* ends within ROOT_LINGER_MS on its own */
+  if (found) {
+    atomic_store(&found->stop, 1);
+    if (found->listen_fd >= 0) shutdown(found->listen_fd, SHUT_RDWR); /* wakes its poll */
+  }
+  uint64_t end = time_deadline_ms(2000); /* it is gone within one poll round; bounded anyway */
+  for (int present = found != NULL; present && time_now_ns() < end;) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50000000;
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&roots_cv, &roots_mu, &ts);
+    present = 0;
+    for (struct root* r = roots; r; r = r->next) present |= r == found;
+  }
+  pthread_mutex_unlock(&roots_mu);
 }
 
 mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES],
@@ -291,15 +368,15 @@ mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secre
   }
   int64_t timeout_s = param_int(PARAM_BOOTSTRAP_TIMEOUT);
   r->deadline_ns = time_deadline_ms((timeout_s > 0 ? timeout_s : 120) * 1000 + ROOT_GRACE_MS);
+  /* No fallback to the wildcard address: a root listening where it was not asked to is a surprise
+   * (and on a port in use it would fail the same way). */
   mscclppResult_t res = sock_listen(addr, &r->listen_fd, bound);
   if (res != mscclppSuccess) {
-    union sock_addr any;
-    memset(&any, 0, sizeof(any));
-    any.sa.sa_family = addr->sa.sa_family;
-    if (addr->sa.sa_family == AF_INET6) any.sin6.sin6_port = addr->sin6.sin6_port;
-    else any.sin.sin_port = addr->sin.sin_port;
-    res = sock_listen(&any, &r->listen_fd, bound);
+    char a[INET6_ADDRSTRLEN + 16];
+    res = BOOT_WRAP(res, "bootstrap root: cannot listen on %s (another root on that port, or not an address of this "
+                    "host?)", addr_text(addr, a, sizeof(a)));
   }
+  if (res == mscclppSuccess) r->bound = *bound;
   if (res == mscclppSuccess) { /* non-blocking: a connection gone between poll and accept must not block */
     int fl = fcntl(r->listen_fd, F_GETFL);
     if (fl < 0 || fcntl(r->listen_fd, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -309,11 +386,25 @@ mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secre
   pthread_t t;
   if (res == mscclppSuccess && pthread_attr_init(&attr) == 0) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_mutex_lock(&roots_mu); /* listed before it runs: it unlinks itself when done */
     int err = pthread_create(&t, &attr, root_main, r);
+    if (err == 0) {
+      r->next = roots;
+      roots = r;
+    }
+    pthread_mutex_unlock(&roots_mu);
     pthread_attr_destroy(&attr);
     if (err == 0) return mscclppSuccess;
     res = MPP_ERRNO(mscclppSystemError, err, "starting the bootstrap root thread");
   }
   root_free(r);
   return res;
+}
+
+const char* boot_root_failure(const union sock_addr* addr, char* buf, size_t len) {
+  pthread_mutex_lock(&roots_mu);
+  int mine = last_failure[0] && same_port(&last_failure_addr, addr);
+  snprintf(buf, len, "%s", mine ? last_failure : "");
+  pthread_mutex_unlock(&roots_mu);
+  return mine ? buf : NULL;
 }

@@ -101,7 +101,11 @@ static mscclppResult_t comm_init(mscclppComm_t* out, int nranks, const mscclppUn
   MPP_CHECK_ARG(nranks >= 1, "communicator init: nranks %d must be at least 1", nranks);
   MPP_CHECK_ARG(rank >= 0 && rank < nranks, "communicator init: rank %d is outside 0..%d", rank, nranks - 1);
   mscclppConfig_t cfg;
-  MPP_CHECK(config_read(user_cfg, &cfg));
+  mscclppResult_t cres = config_read(user_cfg, &cfg);
+  if (cres != mscclppSuccess) {
+    bootstrap_root_stop(id);
+    return cres;
+  }
   struct mscclppComm* c = calloc(1, sizeof(*c));
   if (!c) return MPP_ERR(mscclppSystemError, "out of memory for a communicator");
   pthread_mutex_init(&c->ext_lock, NULL);
@@ -122,6 +126,7 @@ static mscclppResult_t comm_init(mscclppComm_t* out, int nranks, const mscclppUn
 fail:
   comm_free_resources(c, 1);
   free(c); /* never registered: no handle to it exists */
+  bootstrap_root_stop(id); /* rank 0's root, if it still waits: free its port for a retry */
   return res;
 }
 
@@ -134,6 +139,10 @@ mscclppResult_t mscclppGetUniqueId(mscclppUniqueId* uniqueId) {
 mscclppResult_t mscclppCommInitRank(mscclppComm_t* comm, int nranks, const char* ipPortPair, int rank) {
   err_clear();
   MPP_CHECK_ARG(ipPortPair != NULL, "mscclppCommInitRank: ipPortPair is NULL");
+  /* Checked before rank 0 starts its root, which would otherwise hold the port after the failure. */
+  MPP_CHECK_ARG(comm != NULL, "mscclppCommInitRank: comm is NULL");
+  MPP_CHECK_ARG(nranks >= 1, "mscclppCommInitRank: nranks %d must be at least 1", nranks);
+  MPP_CHECK_ARG(rank >= 0 && rank < nranks, "mscclppCommInitRank: rank %d is outside 0..%d", rank, nranks - 1);
   mscclppUniqueId id;
   MPP_CHECK(bootstrap_id_from_address(ipPortPair, rank, &id));
   return comm_init(comm, nranks, &id, rank, NULL, -1);
@@ -154,6 +163,7 @@ mscclppResult_t mscclppCommInitFromEnv(mscclppComm_t* comm, const mscclppConfig_
   err_clear();
   struct launch_env env;
   MPP_CHECK(launch_env_read(&env));
+  MPP_CHECK_ARG(comm != NULL, "mscclppCommInitFromEnv: comm is NULL");
   mscclppUniqueId id;
   if (env.via_store)
     MPP_CHECK(launch_store_id(&env, &id));

@@ -15,6 +15,7 @@
 #include "util/param.h"
 
 #define CONN_MAGIC 0x4e4f434du /* "MCON" */
+#define EXPLAIN_GRACE_MS 500     /* how long a broken connection waits to learn which rank died */
 
 /* What each side of a new connection tells the other. */
 struct conn_hello {
@@ -133,13 +134,21 @@ static mscclppResult_t check_src(struct mscclppConnection* conn, struct mscclppR
   return mscclppSuccess;
 }
 
+/* A transport's RemoteError may name the wrong rank: the connection to a survivor that gave up
+ * after another rank died. The bootstrap knows which rank died first; its word wins. */
+mscclppResult_t connection_explained(struct mscclppConnection* conn, mscclppResult_t res) {
+  if (res != mscclppRemoteError) return res;
+  mscclppResult_t why = bootstrap_explain(conn->comm->boot, conn->t.peer, EXPLAIN_GRACE_MS);
+  return why != mscclppSuccess ? why : res;
+}
+
 mscclppResult_t mscclppConnectionWrite(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
                                        mscclppRegMem_t src, uint64_t srcOffset, uint64_t size) {
   err_clear();
   MPP_CHECK_ARG(conn != NULL, "mscclppConnectionWrite: conn is NULL");
   MPP_CHECK(connection_check_dst(conn, dst, dstOffset, size));
   MPP_CHECK(check_src(conn, src, srcOffset, size));
-  return conn->ops->write(&conn->t, &dst->t, dstOffset, &src->t, srcOffset, size);
+  return connection_explained(conn, conn->ops->write(&conn->t, &dst->t, dstOffset, &src->t, srcOffset, size));
 }
 
 mscclppResult_t connection_write_host(struct mscclppConnection* conn, struct mscclppRegMem* dst, uint64_t dst_off,
@@ -147,7 +156,7 @@ mscclppResult_t connection_write_host(struct mscclppConnection* conn, struct msc
   MPP_CHECK(connection_check_dst(conn, dst, dst_off, size));
   if (conn->ops->write_host == NULL)
     return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no host-memory write path", conn->ops->name, conn->t.peer);
-  return conn->ops->write_host(&conn->t, &dst->t, dst_off, src, size);
+  return connection_explained(conn, conn->ops->write_host(&conn->t, &dst->t, dst_off, src, size));
 }
 
 mscclppResult_t connection_read_host(struct mscclppConnection* conn, void* dst, struct mscclppRegMem* src,
@@ -155,7 +164,7 @@ mscclppResult_t connection_read_host(struct mscclppConnection* conn, void* dst, 
   MPP_CHECK(connection_check_dst(conn, src, src_off, size)); /* the same rules: the peer's, in bounds, reachable */
   if (conn->ops->read_host == NULL)
     return MPP_ERR(mscclppInvalidUsage, "%s connection to rank %d: no read path", conn->ops->name, conn->t.peer);
-  return conn->ops->read_host(&conn->t, dst, &src->t, src_off, size);
+  return connection_explained(conn, conn->ops->read_host(&conn->t, dst, &src->t, src_off, size));
 }
 
 mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
@@ -169,7 +178,7 @@ mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclpp
     return MPP_ERR(mscclppInvalidArgument, "mscclppConnectionUpdateAndSync: rank %d's word at offset %llu is not 8-byte aligned",
                    conn->t.peer, (unsigned long long)dstOffset);
   *src = newValue;
-  return conn->ops->update_and_sync(&conn->t, &dst->t, dstOffset, newValue);
+  return connection_explained(conn, conn->ops->update_and_sync(&conn->t, &dst->t, dstOffset, newValue));
 }
 
 mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeoutMs) {
@@ -177,7 +186,7 @@ mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeout
   MPP_CHECK_ARG(conn != NULL, "mscclppConnectionFlush: conn is NULL");
   int64_t timeout = timeoutMs < 0 ? param_int(PARAM_FLUSH_TIMEOUT) : timeoutMs;
   const int64_t max_ms = 1ll << 40; /* about 35 years: keeps the deadline arithmetic in range */
-  return conn->ops->flush(&conn->t, timeout > max_ms ? max_ms : timeout);
+  return connection_explained(conn, conn->ops->flush(&conn->t, timeout > max_ms ? max_ms : timeout));
 }
 
 void connection_free(struct mscclppConnection* conn, int abort) {
@@ -211,14 +220,32 @@ static int pid_gone(int pid) {
   return paren != NULL && paren[1] == ' ' && paren[2] == 'Z';
 }
 
-mscclppResult_t comm_peer_alive(struct mscclppComm* comm, int peer) {
+/* 1 when peer's pid means the same process here: same host and same PID namespace (a pid of
+ * another namespace names another process, or none, in ours). */
+static int pid_comparable(struct mscclppComm* comm, int peer) {
   const struct peer_info* p = &comm->peers[peer];
-  if (transport_same_host(&comm->tc, peer) && p->pid > 0 && pid_gone(p->pid))
+  uint64_t mine = comm->peers[comm->rank].pid_ns;
+  return transport_same_host(&comm->tc, peer) && p->pid > 0 && mine != 0 && p->pid_ns == mine;
+}
+
+mscclppResult_t comm_peer_alive(struct mscclppComm* comm, int peer) {
+  /* The bootstrap's ring tells of any rank's death or failure, across hosts and namespaces, naming
+   * the rank that died; the pid adds nothing it misses but a check that needs no progress thread. */
+  MPP_CHECK(bootstrap_health(comm->boot));
+  const struct peer_info* p = &comm->peers[peer];
+  if (pid_comparable(comm, peer) && pid_gone(p->pid))
     return MPP_ERR(mscclppRemoteError, "rank %d (pid %d) has exited", peer, p->pid);
   return mscclppSuccess;
 }
 
 mscclppResult_t connection_peer_alive(struct mscclppConnection* conn) {
-  if (conn->ops->status != NULL) MPP_CHECK(conn->ops->status(&conn->t));
+  MPP_CHECK(bootstrap_health(conn->comm->boot));
+  if (conn->ops->status != NULL) {
+    mscclppResult_t res = conn->ops->status(&conn->t);
+    if (res != mscclppSuccess) {
+      mscclppResult_t why = bootstrap_explain(conn->comm->boot, conn->t.peer, EXPLAIN_GRACE_MS);
+      return why != mscclppSuccess ? why : res;
+    }
+  }
   return comm_peer_alive(conn->comm, conn->t.peer);
 }

@@ -49,13 +49,18 @@ struct mscclppHostSemaphore;
 /* Releases a semaphore's memory and frees it. */
 void semaphore_free(struct mscclppHostSemaphore* sem);
 
-/* RemoteError when peer, a rank of this host, is known to have exited (its pid is gone or a
- * zombie); Success otherwise, and for ranks of other hosts. A syscall and a /proc read: call it
- * every few milliseconds at most. */
+/* RemoteError when the bootstrap knows of a rank that died or failed (naming it), or when peer, a
+ * rank of this host and PID namespace, has exited (its pid is gone or a zombie); Success otherwise.
+ * A lock, a syscall and a /proc read: call it every few milliseconds at most. */
 mscclppResult_t comm_peer_alive(struct mscclppComm* comm, int peer);
 
-/* RemoteError when the peer of conn is known to be gone (its process on this host exited, or the
- * transport saw the connection close). Cheap enough to call every few milliseconds. */
+/* RemoteError when the peer of conn is known to be gone (comm_peer_alive, or the transport saw the
+ * connection close: then the error names the rank that the bootstrap knows died first, waiting up
+ * to half a second to learn it). Cheap enough to call every few milliseconds. */
 mscclppResult_t connection_peer_alive(struct mscclppConnection* conn);
+
+/* res of an operation on conn; a RemoteError is replaced by the bootstrap's word on which rank
+ * died first (bootstrap_explain, up to half a second), which may be another rank than conn's. */
+mscclppResult_t connection_explained(struct mscclppConnection* conn, mscclppResult_t res);
 
 #endif /* MPP_CORE_CONNECTION_H_ */

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/comm.h"
@@ -34,6 +35,8 @@ mscclppResult_t comm_fill_peer_info(const struct mscclppComm* comm, struct peer_
   info->cuda_dev = comm->cuda_dev;
   info->pid = (int32_t)getpid();
   info->host_hash = comm_host_hash();
+  struct stat ns;
+  info->pid_ns = stat("/proc/self/ns/pid", &ns) == 0 ? (uint64_t)ns.st_ino : 0;
   if (getrandom(&info->comm_id, sizeof(info->comm_id), 0) != (ssize_t)sizeof(info->comm_id))
     return MPP_ERR(mscclppSystemError, "getrandom() for the communicator id failed");
   if (comm->kind == mscclppRankGpu) MPP_CHECK(gpu_bus_id(comm->cuda_dev, info->bus_id, sizeof(info->bus_id)));

@@ -116,7 +116,7 @@ mscclppResult_t mscclppHostSemaphoreSignal(mscclppHostSemaphore_t sem) {
   err_clear();
   MPP_CHECK_ARG(sem != NULL, "mscclppHostSemaphoreSignal: sem is NULL");
   struct mscclppConnection* c = sem->conn;
-  mscclppResult_t res = c->ops->update_and_sync(&c->t, &sem->remote->t, 0, sem->outbound + 1);
+  mscclppResult_t res = connection_explained(c, c->ops->update_and_sync(&c->t, &sem->remote->t, 0, sem->outbound + 1));
   if (res == mscclppSuccess) sem->outbound++;
   return res;
 }

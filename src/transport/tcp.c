@@ -208,6 +208,7 @@ static mscclppResult_t exchange_addr(struct transport_conn* conn, const union so
  * The handshake's key is the communicator's (tcp_key), so the hello needs no communicator id. */
 #define TCP_HELLO_BYTES 40
 #define TCP_HELLO_VERSION 2
+#define TCP_LIVENESS_MS 200 /* how often a connection wait asks the bootstrap whether a rank died */
 
 static void tcp_hello(int from, int to, int tag, const uint8_t nonce[AUTH_NONCE_BYTES], uint8_t out[TCP_HELLO_BYTES]) {
   memset(out, 0, TCP_HELLO_BYTES);
@@ -242,12 +243,29 @@ static mscclppResult_t accept_hello(struct transport_conn* conn, const uint8_t* 
   return res;
 }
 
+/* Accepts one connection on lfd by the deadline, in slices of TCP_LIVENESS_MS between which the
+ * bootstrap is asked whether a rank died or failed: a peer that dies before it connects fails this
+ * wait at once, naming the rank, rather than at the transport's timeout. */
+static mscclppResult_t accept_alive(struct transport_conn* conn, int lfd, uint64_t deadline, int* fd) {
+  for (;;) {
+    uint64_t slice = time_deadline_ms(TCP_LIVENESS_MS);
+    int quiet = err_quiet(1); /* a slice's timeout is no error of ours */
+    mscclppResult_t res = sock_accept(lfd, slice < deadline ? slice : deadline, fd);
+    err_quiet(quiet);
+    if (res != mscclppTimeout || time_now_ns() >= deadline) {
+      if (res == mscclppTimeout) return MPP_ERR(res, "tcp: rank %d (tag %d) did not connect in time", conn->peer, conn->tag);
+      return res;
+    }
+    MPP_CHECK(bootstrap_health(conn->tc->boot));
+  }
+}
+
 /* Accepts on lfd until the peer's connection arrives and passes accept_hello. Anything else is
  * closed (logged with a rate limit) and the wait goes on. */
 static mscclppResult_t accept_peer(struct transport_conn* conn, const uint8_t* key, int lfd, uint64_t deadline, int* out) {
   for (;;) {
     int fd = -1;
-    MPP_CHECK(sock_accept(lfd, deadline, &fd));
+    MPP_CHECK(accept_alive(conn, lfd, deadline, &fd));
     /* A stranger that connects and stays silent holds us up for at most a few seconds. */
     uint64_t hello_deadline = time_deadline_ms(TCP_HELLO_MS) < deadline ? time_deadline_ms(TCP_HELLO_MS) : deadline;
     if (accept_hello(conn, key, fd, hello_deadline) == mscclppSuccess) {
@@ -266,7 +284,19 @@ static mscclppResult_t accept_peer(struct transport_conn* conn, const uint8_t* k
 /* Connects out_fd to the peer's listener and runs the connecting side of the handshake. */
 static mscclppResult_t connect_peer(struct transport_conn* conn, const uint8_t* key, const union sock_addr* theirs,
                                     uint64_t deadline, int* out) {
-  MPP_CHECK(sock_connect(theirs, deadline, out));
+  for (;;) { /* in slices, as accept_alive: a dead peer's refusals end the wait at once */
+    uint64_t slice = time_deadline_ms(TCP_LIVENESS_MS);
+    int quiet = err_quiet(1);
+    mscclppResult_t res = sock_connect(theirs, slice < deadline ? slice : deadline, out);
+    err_quiet(quiet);
+    if (res == mscclppSuccess) break;
+    if (res != mscclppTimeout || time_now_ns() >= deadline) {
+      char why[512];
+      snprintf(why, sizeof(why), "%s", err_last());
+      return MPP_ERR(res, "tcp: connecting to rank %d (tag %d): %s", conn->peer, conn->tag, why);
+    }
+    MPP_CHECK(bootstrap_health(conn->tc->boot));
+  }
   uint8_t nonce[AUTH_NONCE_BYTES], h[TCP_HELLO_BYTES];
   MPP_CHECK(auth_random(nonce, sizeof(nonce)));
   tcp_hello(conn->tc->rank, conn->peer, conn->tag, nonce, h);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "util/err.h"
@@ -130,7 +131,11 @@ mscclppResult_t sock_local_addr(union sock_addr* out) {
 mscclppResult_t sock_listen(const union sock_addr* addr, int* fd, union sock_addr* bound) {
   char text[80];
   int s = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return MPP_ERRNO(mscclppSystemError, errno, "socket() for listening on %s", sock_addr_str(addr, text, sizeof(text)));
+  if (s < 0) {
+    int e = errno;
+    return MPP_ERRNO(mscclppSystemError, e, "socket() for listening on %s%s", sock_addr_str(addr, text, sizeof(text)),
+                     sock_fd_hint(e));
+  }
   int one = 1;
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(s, &addr->sa, addr_len(addr)) != 0 || listen(s, 512) != 0) {
@@ -171,8 +176,10 @@ mscclppResult_t sock_accept(int listen_fd, uint64_t deadline_ns, int* fd) {
     }
     if (errno == EINVAL || errno == EBADF)
       return MPP_ERRNO(mscclppAborted, errno, "listening socket closed while accepting");
-    if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
-      return MPP_ERRNO(mscclppSystemError, errno, "accept()");
+    if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+      int e = errno;
+      return MPP_ERRNO(mscclppSystemError, e, "accept()%s", sock_fd_hint(e));
+    }
   }
 }
 
@@ -212,7 +219,7 @@ mscclppResult_t sock_connect(const union sock_addr* addr, uint64_t deadline_ns, 
     if (e == 0) return mscclppSuccess;
     if (e != ECONNREFUSED && e != ETIMEDOUT && e != EHOSTUNREACH && e != ENETUNREACH && e != EAGAIN &&
         e != ECONNRESET)
-      return MPP_ERRNO(mscclppSystemError, e, "connect to %s", sock_addr_str(addr, text, sizeof(text)));
+      return MPP_ERRNO(mscclppSystemError, e, "connect to %s%s", sock_addr_str(addr, text, sizeof(text)), sock_fd_hint(e));
     if (time_left_ms(deadline_ns) <= 0) break;
     usleep(backoff_us);
     if (backoff_us < 100000) backoff_us *= 2;
@@ -264,4 +271,16 @@ mscclppResult_t sock_recv_all(int fd, void* buf, size_t len, uint64_t deadline_n
 void sock_close(int* fd) {
   if (*fd >= 0) close(*fd);
   *fd = -1;
+}
+
+const char* sock_fd_hint(int err) {
+  static _Thread_local char buf[96];
+  struct rlimit rl;
+  if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    snprintf(buf, sizeof(buf), ", too many open files: raise ulimit -n (now %llu)", (unsigned long long)rl.rlim_cur);
+  else if (err == EMFILE || err == ENFILE)
+    snprintf(buf, sizeof(buf), ", too many open files %s", err == ENFILE ? "on this system (raise fs.file-max)" : ": raise ulimit -n");
+  else
+    buf[0] = '\0';
+  return buf;
 }

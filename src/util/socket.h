@@ -48,4 +48,8 @@ mscclppResult_t sock_recv_all(int fd, void* buf, size_t len, uint64_t deadline_n
 /* Closes fd if >= 0 and sets it to -1. */
 void sock_close(int* fd);
 
+/* For an errno of a call that makes an fd: ", too many open files: raise ulimit -n (now N)" for
+ * EMFILE, a system-wide variant for ENFILE, else "". Points to a thread-local buffer. */
+const char* sock_fd_hint(int err);
+
 #endif /* MPP_UTIL_SOCKET_H_ */

@@ -30,7 +30,8 @@ mpp_mp_test(bootstrap_timeout NRANKS 3 ARGS ipport 2 SOURCES ${_boot_dir}/bootst
             TESTNAME bootstrap_timeout_ipport_n3)
 
 # A rank that dies (mid-barrier, mid-allgather, during init): every survivor fails within 10 s.
-set(_kill_cases "barrier-exit 5" "barrier-kill 4" "allgather-exit 3" "hello-exit 4" "table-exit 6")
+set(_kill_cases "barrier-exit 5" "barrier-kill 4" "allgather-exit 3" "hello-exit 4" "table-exit 6"
+    "setup-exit 4" "idle-kill 5" "setup-abort 4") # the last three: issue 22 item 6, within 5 s
 foreach(c ${_kill_cases})
   separate_arguments(c)
   list(GET c 0 mode)
@@ -42,3 +43,21 @@ endforeach()
 # mscclppCommInitFromEnv as launchers start it (mscclpp-run here; a real torchrun in the Python suite:
 # python/tests/test_torchrun_launch.py runs this binary from the build's bin/).
 mpp_mp_test(bootstrap_launcher NRANKS 3 SOURCES ${_boot_dir}/bootstrap_launcher.c)
+
+# Issue 22 item 3: memory for messages nobody has received is bounded (a huge frame header; four
+# 64 MiB messages nobody asked for under a 16 MiB cap: back-pressure, a clear error, no loss).
+mpp_mp_test(bootstrap_queue NRANKS 2 ARGS huge-header SOURCES ${_boot_dir}/bootstrap_queue.c
+            TESTNAME bootstrap_queue_huge_header)
+mpp_mp_test(bootstrap_queue NRANKS 2 ARGS unreceived SOURCES ${_boot_dir}/bootstrap_queue.c
+            TESTNAME bootstrap_queue_unreceived)
+set_tests_properties(bootstrap_queue_unreceived PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_QUEUE_BYTES=16777216")
+
+# Issue 22 item 9: a failed init on rank 0 leaves no root behind; a retry on the same port works.
+mpp_mp_test(bootstrap_retry NRANKS 2 SOURCES ${_boot_dir}/bootstrap_retry.c)
+
+# Issue 22 item 8: out of file descriptors (RLIMIT_NOFILE lowered by the test) is an error that says
+# so within seconds, without spinning, on every rank.
+foreach(limit 16 40)
+  mpp_mp_test(bootstrap_fdlimit NRANKS 8 ARGS ${limit} SOURCES ${_boot_dir}/bootstrap_fdlimit.c
+              TESTNAME bootstrap_fdlimit_${limit}_n8)
+endforeach()

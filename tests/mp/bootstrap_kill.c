@@ -9,7 +9,17 @@
  *     allgather-exit  the victim _exits in the middle of a loop of 64 KiB allgathers
  *     hello-exit      the victim says hello to the root by hand, then exits while the root
  *                     still waits for the last rank (which arrives after the failure)
- *     table-exit      the victim gets the address table by hand, then exits before its ring */
+ *     table-exit      the victim gets the address table by hand, then exits before its ring
+ *   Issue 22 item 6 (every survivor fails within 5 s naming the rank: the target is 2 s, the rest
+ *   is slack for a loaded 2-core CI machine):
+ *     setup-exit      the victim _exits right after init, before its first point-to-point message;
+ *                     every survivor's mscclppConnectionCreate with it fails naming it
+ *     idle-kill       the victim is SIGKILLed while every survivor waits in a recv from rank 0
+ *                     (rank 0 from rank 2): nobody talks to the victim, yet every wait fails
+ *                     naming it (the ring tells of the death)
+ *     setup-abort     ranks 0 and 1 fail setup (they abort, as a failed init does, and stay
+ *                     alive): the others' connection setup with rank 0 fails naming it instead of
+ *                     hanging until the timeout */
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -94,8 +104,51 @@ static void survive(mscclppComm_t comm, const char* mode) {
   CHECK_OK(mscclppCommAbort(comm));
 }
 
+#define SETUP_PROMPT_S 5.0
+
+/* A survivor's call failed: RemoteError naming `who`, within SETUP_PROMPT_S of t0. */
+static void expect_named(mscclppResult_t r, double t0, const char* who, const char* what) {
+  double dt = mp_now() - t0;
+  CHECK_MSG(r == mscclppRemoteError, "rank %d: %s returned %d (%s): %s", rank, what, (int)r, mscclppGetErrorString(r),
+            mscclppGetLastError());
+  CHECK_MSG(strstr(mscclppGetLastError(), who) != NULL, "rank %d: %s error does not name %s: %s", rank, what, who,
+            mscclppGetLastError());
+  CHECK_MSG(dt < SETUP_PROMPT_S, "rank %d: %s took %.2f s to fail", rank, what, dt);
+  printf("rank %d: %s failed after %.2f s: %s\n", rank, what, dt, mscclppGetLastError());
+}
+
+/* The setup-phase modes, after a successful init. */
+static void setup_phase(mscclppComm_t comm, const char* mode) {
+  mscclppConnection_t conn;
+  if (strcmp(mode, "setup-exit") == 0) {
+    if (rank == VICTIM) _exit(0);
+    double t0 = mp_now();
+    expect_named(mscclppConnectionCreate(comm, VICTIM, 0, mscclppTransportTCP, &conn), t0, "rank 1", "connection setup");
+  } else if (strcmp(mode, "idle-kill") == 0) {
+    if (rank == VICTIM) {
+      usleep(300000); /* the others are waiting by now */
+      kill(getpid(), SIGKILL);
+    }
+    double t0 = mp_now();
+    int v, from = rank == 0 ? 2 : 0;
+    expect_named(mscclppBootstrapRecv(comm, from, 9, &v, sizeof(v)), t0, "rank 1", "a recv from a live rank");
+  } else { /* setup-abort */
+    if (rank <= 1) {
+      CHECK_OK(mscclppCommAbort(comm));
+      usleep(3000000); /* alive: the others must learn of the failure, not of an exit */
+      exit(0);
+    }
+    double t0 = mp_now();
+    mscclppResult_t r = mscclppConnectionCreate(comm, 0, 0, mscclppTransportTCP, &conn);
+    const char* e = mscclppGetLastError();
+    expect_named(r, t0, strstr(e, "rank 0") ? "rank 0" : "rank 1", "connection setup with a failed rank");
+  }
+  CHECK_OK(mscclppCommAbort(comm));
+  exit(0);
+}
+
 int main(int argc, char** argv) {
-  CHECK_MSG(argc == 2, "usage: %s barrier-exit|barrier-kill|allgather-exit|hello-exit|table-exit", argv[0]);
+  CHECK_MSG(argc == 2, "usage: %s barrier-exit|barrier-kill|allgather-exit|hello-exit|table-exit|setup-exit|idle-kill|setup-abort", argv[0]);
   const char* mode = argv[1];
   rank = mp_env_int("MSCCLPP_RANK");
   nranks = mp_env_int("MSCCLPP_WORLD_SIZE");
@@ -105,7 +158,7 @@ int main(int argc, char** argv) {
   CHECK_OK(mscclppSetBootstrapConnTimeout(TIMEOUT_S));
   int init_death = strcmp(mode, "hello-exit") == 0 || strcmp(mode, "table-exit") == 0;
   if (rank == VICTIM && init_death) fake_join(root, strcmp(mode, "table-exit") == 0);
-  if (rank == VICTIM && strcmp(mode, "barrier-kill") == 0) fork_victim();
+  if (rank == VICTIM && (strcmp(mode, "barrier-kill") == 0 || strcmp(mode, "idle-kill") == 0)) fork_victim();
   int hello_exit = strcmp(mode, "hello-exit") == 0;
   if (hello_exit && rank == nranks - 1) usleep(1000000); /* arrives after the rendezvous failed */
   mscclppComm_t comm;
@@ -119,7 +172,15 @@ int main(int argc, char** argv) {
     if (hello_exit && rank == 0) usleep(2000000); /* the root (our thread) turns the late rank away */
     return 0;
   }
+  int setup = strncmp(mode, "setup-", 6) == 0;
+  if (setup && r != mscclppSuccess) { /* the victim went while this rank still finished its init: fine if named */
+    const char* e = mscclppGetLastError();
+    expect_named(r, t0, strstr(e, "rank 0") && strcmp(mode, "setup-abort") == 0 ? "rank 0" : "rank 1",
+                 "init");
+    return 0;
+  }
   CHECK_OK(r);
+  if (setup || strcmp(mode, "idle-kill") == 0) setup_phase(comm, mode);
   for (int p = 0; p < nranks; p++) /* opens every p2p connection, so the victim's death is seen there too */
     if (p != rank) CHECK_OK(mscclppBootstrapSend(comm, p, 5, &rank, sizeof(rank)));
   for (int p = 0; p < nranks; p++) {

@@ -76,3 +76,6 @@ set_tests_properties(coll_perf_smoke PROPERTIES LABELS mp TIMEOUT 300)
 # The main job's program (`make demo`) on 4 CPU ranks, small sizes: it checks every element.
 add_test(NAME demo_collectives_n4 COMMAND mscclpp-run -n 4 $<TARGET_FILE:example_collectives_demo> 4096 65536)
 set_tests_properties(demo_collectives_n4 PROPERTIES LABELS mp TIMEOUT 120)
+
+# Issue 22 item 10: tcp mode (one "host" per rank), a rank dies: every survivor names it.
+mpp_mp_test(coll_deadrank NRANKS 4 SOURCES ${_coll_dir}/coll_deadrank.c)

@@ -19,3 +19,7 @@ mpp_mp_test(transport_peerdeath NRANKS 2 TESTNAME transport_peerdeath_shm ARGS s
 mpp_mp_test(transport_errors NRANKS 2 SOURCES ${TDIR}/transport_errors.c)
 # The internal host-memory reads and writes of tcp connections (the CPU executor across hosts).
 mpp_mp_test(transport_hostio NRANKS 2 TESTNAME transport_hostio_tcp SOURCES ${TDIR}/transport_hostio.c)
+
+# Issue 22 item 7: liveness of a peer in another PID namespace (rank 1 re-executes itself under
+# unshare; skipped where unprivileged namespaces are not allowed).
+mpp_mp_test(transport_pidns NRANKS 2 SOURCES ${TDIR}/transport_pidns.c)
