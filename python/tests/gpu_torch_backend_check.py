@@ -300,6 +300,8 @@ def timing(rank, n, dev, nc):
             for _ in range(3):
                 fn()
             torch.cuda.synchronize()
+            dist.barrier(group=nc)  # every rank starts together: no skew in the per-call time
+            torch.cuda.synchronize()
             t0 = time.perf_counter()
             for _ in range(20):
                 fn()
