@@ -39,20 +39,21 @@ def stream_handle(stream=None) -> int:
     return (stream or torch.cuda.current_stream()).cuda_stream
 
 
-def mscclpp_root() -> str:
-    """host:port of the MSCCL++ bootstrap root (rank 0 listens there).
+def mscclpp_comm(rank: int, world: int) -> "mscclpp.CommGroup":
+    """The MSCCL++ communicator of these ranks.
 
-    Seed 001's MSCCLPP_MASTER_ADDR / MSCCLPP_MASTER_PORT win; without them torchrun's MASTER_ADDR
-    and MASTER_PORT + 1: MASTER_PORT itself is taken by torchrun's TCP store."""
-    host = os.environ.get("MSCCLPP_MASTER_ADDR") or os.environ.get("MASTER_ADDR")
-    if not host:
-        raise RuntimeError("set MSCCLPP_MASTER_ADDR (or run under torchrun, which sets MASTER_ADDR)")
+    Seed 001's way when MSCCLPP_MASTER_PORT is set: rank 0's bootstrap root listens on
+    MSCCLPP_MASTER_ADDR (else MASTER_ADDR) at that port. Otherwise no port is chosen at all: rank 0
+    makes a unique id (its root on a free port, a random secret) and torch.distributed's group
+    broadcasts it (a fixed port such as MASTER_PORT + 1 can already be taken, even by another rank's
+    listener on this host)."""
     port = os.environ.get("MSCCLPP_MASTER_PORT")
-    if not port:
-        if not os.environ.get("MASTER_PORT"):
-            raise RuntimeError("set MSCCLPP_MASTER_PORT (or run under torchrun, which sets MASTER_PORT)")
-        port = int(os.environ["MASTER_PORT"]) + 1
-    return "%s:%s" % (host, port)
+    if port:
+        host = os.environ.get("MSCCLPP_MASTER_ADDR") or os.environ.get("MASTER_ADDR") or "127.0.0.1"
+        return mscclpp.CommGroup(interfaceIpPortTrio="%s:%s" % (host, port), rank=rank, size=world)
+    box = [mscclpp.get_unique_id() if rank == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return mscclpp.CommGroup(unique_id=box[0], rank=rank, size=world)
 
 
 def setup():
@@ -65,8 +66,7 @@ def setup():
         dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     else:
         dist.init_process_group("gloo")
-    comm = mscclpp.CommGroup(interfaceIpPortTrio=mscclpp_root(), rank=rank, size=world)
-    return rank, world, comm
+    return rank, world, mscclpp_comm(rank, world)
 
 
 def teardown(comm, failures: int, name: str) -> int:

@@ -4,8 +4,8 @@ mscclpp.compile_native and run as a PyTorch all_gather, one process per GPU of o
     torchrun --nnodes=1 --nproc_per_node=8 customized_allgather.py
     MSCCLPP_MASTER_ADDR=127.0.0.1 MSCCLPP_MASTER_PORT=29500 torchrun --nnodes=1 --nproc_per_node=8 ...
 
-The MSCCL++ root is MSCCLPP_MASTER_ADDR:MSCCLPP_MASTER_PORT, else torchrun's MASTER_ADDR with
-MASTER_PORT + 1 (common.py). main() checks the results against torch.distributed's NCCL backend
+The MSCCL++ root is MSCCLPP_MASTER_ADDR:MSCCLPP_MASTER_PORT when set, else a unique id that
+torch.distributed broadcasts (common.mscclpp_comm). main() checks the results against torch.distributed's NCCL backend
 (float32, bfloat16, float16; several sizes; in place), then rank 0 prints a timing table.
 (python/tests/native/gpu_native_check.py checks the same algorithm more thoroughly.)"""
 import os

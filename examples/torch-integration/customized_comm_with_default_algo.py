@@ -4,8 +4,8 @@ default algorithms (AlgorithmCollectionBuilder) on PyTorch tensors, one process 
     torchrun --nproc_per_node 4 customized_comm_with_default_algo.py
     MSCCLPP_MASTER_ADDR=127.0.0.1 MSCCLPP_MASTER_PORT=29600 torchrun --nproc_per_node 4 ...
 
-The MSCCL++ root is MSCCLPP_MASTER_ADDR:MSCCLPP_MASTER_PORT, else torchrun's MASTER_ADDR with
-MASTER_PORT + 1 (common.py). main() checks every collective against torch.distributed's NCCL backend
+The MSCCL++ root is MSCCLPP_MASTER_ADDR:MSCCLPP_MASTER_PORT when set, else a unique id that
+torch.distributed broadcasts (common.mscclpp_comm). main() checks every collective against torch.distributed's NCCL backend
 (float32, bfloat16, float16; several sizes and ops), then rank 0 prints a timing table."""
 import sys
 

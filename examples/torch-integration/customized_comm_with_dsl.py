@@ -8,7 +8,7 @@ The algorithm is a two-shot allreduce over memory channels (no SwitchChannel: se
 version needs NVLink multicast, which is off limits on our machines). The plan serves in-place
 float sums between its min and max message sizes; other calls fall back to the library's
 default_allreduce. main() checks results against torch.distributed's NCCL backend, then rank 0
-prints a timing table. The MSCCL++ root: see common.mscclpp_root."""
+prints a timing table. The MSCCL++ root: see common.mscclpp_comm."""
 import json
 import os
 import sys

@@ -3,8 +3,8 @@
 # GPUs and prints one summary line per program; exits 1 if any failed or timed out.
 #   examples/torch-integration/run_all.sh [NPROC]      # NPROC: ranks (default: every GPU)
 # Env: LOG_DIR (each program's full output; default a new temporary folder), MASTER_PORT_BASE
-# (torchrun's store port of the first program, default 29500; each program gets base + 10 * i and
-# MSCCL++'s root the port after it, see common.py), PYTHON (default python3, used where torchrun is
+# (torchrun's store port of the first program, default 29500; each program gets base + 10 * i; the
+# MSCCL++ root takes a free port, see common.py), PYTHON (default python3, used where torchrun is
 # not on PATH), TIMEOUT_S (each program's limit, default 300).
 # NVLink multicast stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1.
 set -u
