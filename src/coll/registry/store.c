@@ -66,6 +66,14 @@ static int holds_plan(const struct planreg_entry* e, mscclppPlan_t p) {
   return 0;
 }
 
+int planreg_holds(mscclppPlan_t plan) {
+  pthread_mutex_lock(&g_lock);
+  int held = 0;
+  for (int j = 0; j < g_n && !held; j++) held = holds_plan(g_list[j], plan);
+  pthread_mutex_unlock(&g_lock);
+  return held;
+}
+
 /* InvalidUsage when es[i]'s plan is registered already (or twice in es). Caller holds g_lock. */
 static mscclppResult_t check_dups(struct planreg_entry** es, int n) {
   for (int i = 0; i < n; i++) {
