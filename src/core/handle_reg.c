@@ -26,6 +26,7 @@ enum entry_state { ENTRY_LIVE = 0, ENTRY_DESTROYED, ENTRY_COMM_GONE, ENTRY_ORPHA
 struct entry {
   const void* p;
   const struct mscclppComm* owner;
+  const char* keeper; /* handle_set_keeper */
   struct entry* next; /* in its bucket */
   int grave;          /* its slot in graves[] while dead */
   unsigned char kind, state;
@@ -91,7 +92,7 @@ mscclppResult_t handle_add(enum handle_kind kind, const void* p, const struct ms
   } else if (e->state != ENTRY_LIVE) {
     graves[e->grave] = NULL; /* the address came back: a new object */
   }
-  e->kind = (unsigned char)kind, e->owner = owner, e->state = ENTRY_LIVE;
+  e->kind = (unsigned char)kind, e->owner = owner, e->state = ENTRY_LIVE, e->keeper = NULL;
   pthread_mutex_unlock(&lock);
   return mscclppSuccess;
 }
@@ -106,6 +107,21 @@ static void remove_as(enum handle_kind kind, const void* p, enum entry_state why
 void handle_remove(enum handle_kind kind, const void* p) { remove_as(kind, p, ENTRY_DESTROYED); }
 
 void handle_remove_with_comm(enum handle_kind kind, const void* p) { remove_as(kind, p, ENTRY_COMM_GONE); }
+
+void handle_set_keeper(enum handle_kind kind, const void* p, const char* keeper) {
+  pthread_mutex_lock(&lock);
+  struct entry* e = find(p);
+  if (e != NULL && e->state == ENTRY_LIVE && e->kind == kind) e->keeper = keeper;
+  pthread_mutex_unlock(&lock);
+}
+
+const char* handle_keeper(enum handle_kind kind, const void* p) {
+  pthread_mutex_lock(&lock);
+  const struct entry* e = find(p);
+  const char* k = e != NULL && e->state == ENTRY_LIVE && e->kind == kind ? e->keeper : NULL;
+  pthread_mutex_unlock(&lock);
+  return k;
+}
 
 void handle_comm_gone(const struct mscclppComm* comm) {
   pthread_mutex_lock(&lock);

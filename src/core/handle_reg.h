@@ -49,6 +49,12 @@ mscclppResult_t handle_check_destroy(enum handle_kind kind, const void* p, const
 /* The same as handle_check, then also that p belongs to comm (InvalidUsage naming both otherwise). */
 mscclppResult_t handle_check_owned(enum handle_kind kind, const void* p, const struct mscclppComm* comm, const char* fn);
 
+/* Records that p (a live handle of kind) is kept by another part of the library, which destroys it:
+ * keeper (a string constant) says which, for the refusal of the user's destroy call. */
+void handle_set_keeper(enum handle_kind kind, const void* p, const char* keeper);
+/* p's keeper, or NULL when none (or p is not a live handle of kind). */
+const char* handle_keeper(enum handle_kind kind, const void* p);
+
 /* Marks every live handle owned by comm as destroyed with its communicator (called in
  * mscclppCommDestroy/Abort's teardown, which then frees those objects); a proxy service, which the
  * communicator does not free, is left to its destroy call alone. */

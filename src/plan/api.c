@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 
 #include "core/handle_reg.h"
-#include "coll/registry/registry.h"
 #include "plan/plan.h"
 #include "plan/order/order.h"
 #include "util/err.h"
@@ -55,9 +54,9 @@ mscclppResult_t mscclppPlanDestroy(mscclppPlan_t plan) {
   err_clear();
   if (plan == NULL) return mscclppSuccess; /* as free(NULL) */
   HANDLE_CHECK(HANDLE_PLAN, plan);
-  if (planreg_holds(plan))
-    return MPP_ERR(mscclppInvalidUsage, "%s: plan %p belongs to the plan registry (mscclppPlanRegister); "
-                   "mscclppPlanUnregister or mscclppPlanRegistryClear destroy it", __func__, (void*)plan);
+  const char* keeper = handle_keeper(HANDLE_PLAN, plan);
+  if (keeper != NULL)
+    return MPP_ERR(mscclppInvalidUsage, "%s: plan %p belongs to %s", __func__, (void*)plan, keeper);
   plan_free(plan);
   return mscclppSuccess;
 }

@@ -9,7 +9,8 @@
  *                             handle of another kind are InvalidUsage naming the kind; after the
  *                             communicator's destroy its dependents are InvalidUsage "destroyed with
  *                             its communicator" (a proxy service, which the communicator does not
- *                             free, accepts only its destroy). Also times one handle lookup. */
+ *                             free, accepts only its destroy); a registered plan is the registry's
+ *                             to destroy. Also times one handle lookup. */
 #define _POSIX_C_SOURCE 200809L
 #include <sys/mman.h>
 
@@ -176,6 +177,14 @@ static void plans(mscclppComm_t comm) {
   EXPECT(mscclppPlanInfo((mscclppPlan_t)heap_garbage, &info), USE, "is not a plan handle");
   EXPECT(mscclppPlanRegister((mscclppPlan_t)heap_garbage, NULL, NULL), USE, "is not a plan handle");
   CHECK_OK(mscclppPlanDestroy(NULL));
+  /* a registered plan belongs to the registry: readable, not the user's to destroy */
+  int id = 0;
+  CHECK_OK(mscclppPlanLoadString(plan_json, strlen(plan_json), "sr", &plan));
+  CHECK_OK(mscclppPlanRegister(plan, NULL, &id));
+  CHECK_OK(mscclppPlanInfo(plan, &info));
+  EXPECT(mscclppPlanDestroy(plan), USE, "belongs to the plan registry");
+  CHECK_OK(mscclppPlanUnregister(id));
+  EXPECT(mscclppPlanInfo(plan, &info), USE, "was destroyed");
 }
 
 static mscclppResult_t noop_launch(mscclppComm_t comm, void* state, void* ctx, const void* in, void* out, size_t inSize,

@@ -90,8 +90,6 @@ mscclppResult_t planreg_add(struct planreg_entry** es, int n, int* ids);
 mscclppResult_t planreg_remove_ids(const int* ids, int n, int* removed);
 /* Removes and frees every entry and every snapshot, and forgets the selector. No collective may run. */
 void planreg_clear(void);
-/* 1 when a registration holds plan (the registry then owns it). */
-int planreg_holds(mscclppPlan_t plan);
 /* Installs the selector (NULL: the first candidate). */
 mscclppResult_t planreg_set_selector(mscclppPlanSelector_t selector, void* user);
 /* Ids in selection order (up to max into ids); returns how many entries there are. */
