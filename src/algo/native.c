@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/handle_reg.h"
 #include "util/err.h"
 
 #define NATIVE_MAGIC 0x6e617476u /* "natv": a live handle (guards a destroyed one a little) */
@@ -79,13 +80,19 @@ mscclppResult_t mscclppNativeAlgorithmCreate(const mscclppNativeAlgorithmDef* de
   a->def.name = a->name = name;
   a->def.collective = a->collective = coll;
   a->coll = coll_index(coll);
+  mscclppResult_t res = handle_add(HANDLE_NATIVE_ALGORITHM, a, NULL);
+  if (res != mscclppSuccess) {
+    free(a), free(name), free(coll);
+    return res;
+  }
   *algo = a;
   return mscclppSuccess;
 }
 
-/* InvalidArgument unless algo looks like a live handle (fn names the caller). */
+/* InvalidArgument for NULL, InvalidUsage unless algo is a live handle (fn names the caller): the
+ * registry answers before anything behind algo is read. */
 static mscclppResult_t algo_check(const char* fn, mscclppNativeAlgorithm_t algo) {
-  MPP_CHECK_ARG(algo != NULL, "%s: algo is NULL", fn);
+  MPP_CHECK(handle_check(HANDLE_NATIVE_ALGORITHM, algo, fn));
   MPP_CHECK_ARG(algo->magic == NATIVE_MAGIC && atomic_load(&algo->refs) > 0,
                 "%s: algo is not a live native algorithm (destroyed already?)", fn);
   return mscclppSuccess;
@@ -94,6 +101,7 @@ static mscclppResult_t algo_check(const char* fn, mscclppNativeAlgorithm_t algo)
 mscclppResult_t mscclppNativeAlgorithmDestroy(mscclppNativeAlgorithm_t algo) {
   err_clear();
   MPP_CHECK(algo_check(__func__, algo));
+  handle_remove(HANDLE_NATIVE_ALGORITHM, algo); /* the user's handle ends here; communicators may hold it longer */
   algo_unref(algo);
   return mscclppSuccess;
 }

@@ -11,6 +11,7 @@
 #include "algo/gpu/gpu.h"
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
+#include "core/handle_reg.h"
 #include "util/err.h"
 #include "util/param.h"
 
@@ -55,17 +56,19 @@ void algo_win_find(const struct algo_comm* ac, struct algo_args* a) {
   a->registered = big >= min && registered(ac, a->send, sb) && registered(ac, a->recv, rb);
 }
 
-static void free_list(struct algo_win** head) {
+/* Frees every window or registration of a list (kind: which) at the communicator's teardown. */
+static void free_list(struct algo_win** head, enum handle_kind kind) {
   while (*head) {
     struct algo_win* w = *head;
     *head = w->next;
+    handle_remove_with_comm(kind, w);
     free(w);
   }
 }
 
 void algo_win_free_all(struct algo_comm* ac) {
-  free_list(&ac->wins);
-  free_list(&ac->regs);
+  free_list(&ac->wins, HANDLE_WINDOW);
+  free_list(&ac->regs, HANDLE_BUFFER_REG);
 }
 
 static mscclppResult_t overlap_check(const struct algo_comm* ac, const char* buff, size_t size) {
@@ -112,7 +115,11 @@ mscclppResult_t mscclppCommWindowRegister(mscclppComm_t comm, void* buff, size_t
   struct algo_win* w = calloc(1, sizeof(*w));
   if (w == NULL) return MPP_ERR(mscclppSystemError, "mscclppCommWindowRegister: out of host memory");
   w->base = buff, w->size = size;
-  mscclppResult_t res = ac->kind == mscclppRankGpu ? gpu_win_map(ac, w) : mscclppSuccess;
+  mscclppResult_t res = handle_add(HANDLE_WINDOW, w, comm);
+  if (res == mscclppSuccess && ac->kind == mscclppRankGpu) {
+    res = gpu_win_map(ac, w);
+    if (res != mscclppSuccess) handle_remove(HANDLE_WINDOW, w);
+  }
   if (res != mscclppSuccess) {
     free(w);
     return res;
@@ -135,9 +142,12 @@ static int list_remove(struct algo_win** head, const struct algo_win* w) {
 
 mscclppResult_t mscclppCommWindowDeregister(mscclppComm_t comm, mscclppWindow_t win) {
   MPP_CHECK_ARG(comm != NULL, "mscclppCommWindowDeregister: comm is NULL");
+  HANDLE_CHECK(HANDLE_WINDOW, win); /* first: after its communicator's destroy, the message names the window */
   COMM_CHECK(comm);
+  MPP_CHECK(handle_check_owned(HANDLE_WINDOW, win, comm, __func__));
   struct algo_comm* ac = NULL;
   MPP_CHECK(algo_comm_get(comm, &ac));
+  handle_remove(HANDLE_WINDOW, win);
   if (list_remove(&ac->wins, (const struct algo_win*)win)) return mscclppSuccess;
   return MPP_ERR(mscclppInvalidArgument, "mscclppCommWindowDeregister: %p is not a window of this communicator", (void*)win);
 }
@@ -153,6 +163,11 @@ mscclppResult_t mscclppCommBufferRegister(mscclppComm_t comm, void* buff, size_t
   struct algo_win* w = calloc(1, sizeof(*w));
   if (w == NULL) return MPP_ERR(mscclppSystemError, "mscclppCommBufferRegister: out of host memory");
   w->base = buff, w->size = size;
+  mscclppResult_t res = handle_add(HANDLE_BUFFER_REG, w, comm);
+  if (res != mscclppSuccess) {
+    free(w);
+    return res;
+  }
   w->next = ac->regs, ac->regs = w;
   *handle = (mscclppBufferReg_t)w;
   return mscclppSuccess;
@@ -160,9 +175,12 @@ mscclppResult_t mscclppCommBufferRegister(mscclppComm_t comm, void* buff, size_t
 
 mscclppResult_t mscclppCommBufferDeregister(mscclppComm_t comm, mscclppBufferReg_t handle) {
   MPP_CHECK_ARG(comm != NULL, "mscclppCommBufferDeregister: comm is NULL");
+  HANDLE_CHECK(HANDLE_BUFFER_REG, handle); /* first: after its communicator's destroy, the message names it */
   COMM_CHECK(comm);
+  MPP_CHECK(handle_check_owned(HANDLE_BUFFER_REG, handle, comm, __func__));
   struct algo_comm* ac = NULL;
   MPP_CHECK(algo_comm_get(comm, &ac));
+  handle_remove(HANDLE_BUFFER_REG, handle);
   if (list_remove(&ac->regs, (const struct algo_win*)handle)) return mscclppSuccess;
   return MPP_ERR(mscclppInvalidArgument, "mscclppCommBufferDeregister: %p is not a registration of this communicator",
                  (void*)handle);

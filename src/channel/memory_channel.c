@@ -7,6 +7,7 @@
 #include "channel/ext.h"
 #include "core/comm.h"
 #include "core/connection.h"
+#include "core/handle_reg.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -22,8 +23,8 @@ mscclppResult_t mscclppMemoryDevSemaphoreCreate(mscclppComm_t comm, mscclppConne
                                                 mscclppMemoryDevSemaphore* sem) {
   err_clear();
   COMM_CHECK(comm);
-  MPP_CHECK_ARG(conn != NULL && sem != NULL, "mscclppMemoryDevSemaphoreCreate: conn or sem is NULL");
-  MPP_CHECK_ARG(conn->comm == comm, "mscclppMemoryDevSemaphoreCreate: the connection belongs to another communicator");
+  MPP_CHECK_ARG(sem != NULL, "mscclppMemoryDevSemaphoreCreate: sem is NULL");
+  MPP_CHECK(handle_check_owned(HANDLE_CONNECTION, conn, comm, __func__));
   struct chan_ext* x = NULL;
   MPP_CHECK(chan_ext_get(comm, &x));
   struct token_slot mine;

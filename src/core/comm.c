@@ -9,6 +9,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm_internal.h"
+#include "core/handle_reg.h"
 #include "sys/gpu.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -84,6 +85,10 @@ static mscclppResult_t comm_setup(struct mscclppComm* c, const mscclppUniqueId* 
 /* Frees what c holds, not c itself. */
 static void comm_free_resources(struct mscclppComm* c, int abort) {
   comm_ext_fini_all(c, abort);
+  /* After the layers' own teardown (which releases their internal objects through the public calls)
+   * and before the objects the user left open are freed: their handles now read as destroyed with
+   * the communicator (docs/errors.md). */
+  handle_comm_gone(c);
   if (c->objs) comm_objects_fini(c, abort);
   if (c->boot) {
     if (abort) bootstrap_abort(c->boot);

@@ -9,6 +9,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
 #include "core/connection.h"
+#include "core/handle_reg.h"
 #include "transport/transport.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -72,6 +73,10 @@ mscclppResult_t mscclppConnectionCreate(mscclppComm_t comm, int peer, int tag, m
                                    .t = {.tc = &comm->tc, .peer = peer, .tag = tag}};
   list_init(&c->link);
   mscclppResult_t res = c->ops->connect(&c->t);
+  if (res == mscclppSuccess) {
+    res = handle_add(HANDLE_CONNECTION, c, comm);
+    if (res != mscclppSuccess) c->ops->close(&c->t, 1);
+  }
   if (res != mscclppSuccess) {
     free(c);
     return res;
@@ -84,14 +89,16 @@ mscclppResult_t mscclppConnectionCreate(mscclppComm_t comm, int peer, int tag, m
 
 mscclppResult_t mscclppConnectionTransport(mscclppConnection_t conn, mscclppTransport_t* transport) {
   err_clear();
-  MPP_CHECK_ARG(conn != NULL && transport != NULL, "mscclppConnectionTransport: NULL argument");
+  MPP_CHECK_ARG(transport != NULL, "mscclppConnectionTransport: transport is NULL");
+  HANDLE_CHECK(HANDLE_CONNECTION, conn);
   *transport = conn->transport;
   return mscclppSuccess;
 }
 
 mscclppResult_t mscclppConnectionPeer(mscclppConnection_t conn, int* peer) {
   err_clear();
-  MPP_CHECK_ARG(conn != NULL && peer != NULL, "mscclppConnectionPeer: NULL argument");
+  MPP_CHECK_ARG(peer != NULL, "mscclppConnectionPeer: peer is NULL");
+  HANDLE_CHECK(HANDLE_CONNECTION, conn);
   *peer = conn->t.peer;
   return mscclppSuccess;
 }
@@ -145,7 +152,9 @@ mscclppResult_t connection_explained(struct mscclppConnection* conn, mscclppResu
 mscclppResult_t mscclppConnectionWrite(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
                                        mscclppRegMem_t src, uint64_t srcOffset, uint64_t size) {
   err_clear();
-  MPP_CHECK_ARG(conn != NULL, "mscclppConnectionWrite: conn is NULL");
+  HANDLE_CHECK(HANDLE_CONNECTION, conn);
+  if (dst != NULL) HANDLE_CHECK(HANDLE_REGMEM, dst);
+  if (src != NULL) HANDLE_CHECK(HANDLE_REGMEM, src);
   MPP_CHECK(connection_check_dst(conn, dst, dstOffset, size));
   MPP_CHECK(check_src(conn, src, srcOffset, size));
   return connection_explained(conn, conn->ops->write(&conn->t, &dst->t, dstOffset, &src->t, srcOffset, size));
@@ -170,7 +179,9 @@ mscclppResult_t connection_read_host(struct mscclppConnection* conn, void* dst, 
 mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclppRegMem_t dst, uint64_t dstOffset,
                                                uint64_t* src, uint64_t newValue) {
   err_clear();
-  MPP_CHECK_ARG(conn != NULL && src != NULL, "mscclppConnectionUpdateAndSync: conn or src is NULL");
+  MPP_CHECK_ARG(src != NULL, "mscclppConnectionUpdateAndSync: src is NULL");
+  HANDLE_CHECK(HANDLE_CONNECTION, conn);
+  if (dst != NULL) HANDLE_CHECK(HANDLE_REGMEM, dst);
   MPP_CHECK_ARG(dstOffset % 8 == 0, "mscclppConnectionUpdateAndSync: offset %llu is not 8-byte aligned",
                 (unsigned long long)dstOffset);
   MPP_CHECK(connection_check_dst(conn, dst, dstOffset, 8));
@@ -183,7 +194,7 @@ mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclpp
 
 mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeoutMs) {
   err_clear();
-  MPP_CHECK_ARG(conn != NULL, "mscclppConnectionFlush: conn is NULL");
+  HANDLE_CHECK(HANDLE_CONNECTION, conn);
   int64_t timeout = timeoutMs < 0 ? param_int(PARAM_FLUSH_TIMEOUT) : timeoutMs;
   const int64_t max_ms = 1ll << 40; /* about 35 years: keeps the deadline arithmetic in range */
   return connection_explained(conn, conn->ops->flush(&conn->t, timeout > max_ms ? max_ms : timeout));
@@ -191,6 +202,7 @@ mscclppResult_t mscclppConnectionFlush(mscclppConnection_t conn, int64_t timeout
 
 void connection_free(struct mscclppConnection* conn, int abort) {
   if (conn == NULL) return;
+  handle_remove(HANDLE_CONNECTION, conn);
   comm_objects_untrack(conn->comm, &conn->link);
   conn->ops->close(&conn->t, abort);
   free(conn);
@@ -198,7 +210,7 @@ void connection_free(struct mscclppConnection* conn, int abort) {
 
 mscclppResult_t mscclppConnectionDestroy(mscclppConnection_t conn) {
   err_clear();
-  MPP_CHECK_ARG(conn != NULL, "mscclppConnectionDestroy: conn is NULL");
+  HANDLE_CHECK(HANDLE_CONNECTION, conn);
   if (conn->nsems > 0)
     return MPP_ERR(mscclppInvalidUsage, "mscclppConnectionDestroy: %d host semaphores still use the connection to rank %d",
                    conn->nsems, conn->t.peer);

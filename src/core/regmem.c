@@ -7,6 +7,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/comm.h"
+#include "core/handle_reg.h"
 #include "core/regmem.h"
 #include "transport/transport.h"
 #include "util/err.h"
@@ -28,6 +29,7 @@ static void regmem_destroy(struct mscclppRegMem* mem) {
 
 void regmem_free(struct mscclppRegMem* mem) {
   if (mem == NULL) return;
+  handle_remove(HANDLE_REGMEM, mem);
   comm_objects_untrack(mem->comm, &mem->link);
   regmem_destroy(mem);
 }
@@ -50,8 +52,8 @@ mscclppResult_t regmem_register(struct mscclppComm* comm, void* ptr, uint64_t si
                               .alloc_offset = (uint64_t)((uintptr_t)ptr - (uintptr_t)info.base)};
   int nrows;
   const struct transport_ops* const* rows = transport_rows(&nrows);
-  for (int i = 0; i < nrows; i++) {
-    mscclppResult_t res = rows[i]->export_mem(&m->t, &info);
+  for (int i = 0; i <= nrows; i++) {
+    mscclppResult_t res = i < nrows ? rows[i]->export_mem(&m->t, &info) : handle_add(HANDLE_REGMEM, m, comm);
     if (res != mscclppSuccess) {
       regmem_destroy(m); /* unexports exactly the transports whose bit is set */
       return res;
@@ -100,6 +102,11 @@ mscclppResult_t regmem_import(struct mscclppComm* comm, const void* blob, size_t
     }
     m->t.d.transports |= TRANSPORT_BIT(rows[i]->id);
   }
+  mscclppResult_t res = handle_add(HANDLE_REGMEM, m, comm);
+  if (res != mscclppSuccess) {
+    regmem_destroy(m);
+    return res;
+  }
   comm_objects_track(comm, COMM_OBJ_MEMS, &m->link);
   *out = m;
   return mscclppSuccess;
@@ -115,7 +122,8 @@ mscclppResult_t mscclppRegisterMemory(mscclppComm_t comm, void* ptr, size_t size
 
 mscclppResult_t mscclppRegMemSerialize(mscclppRegMem_t mem, void* blob, size_t* blobSize) {
   err_clear();
-  MPP_CHECK_ARG(mem != NULL && blob != NULL && blobSize != NULL, "mscclppRegMemSerialize: NULL argument");
+  MPP_CHECK_ARG(blob != NULL && blobSize != NULL, "mscclppRegMemSerialize: blob or blobSize is NULL");
+  HANDLE_CHECK(HANDLE_REGMEM, mem);
   if (!mem->t.local)
     return MPP_ERR(mscclppInvalidUsage, "mscclppRegMemSerialize: the memory is rank %d's import; only the owner serializes it",
                    mem->t.d.owner);
@@ -139,7 +147,7 @@ mscclppResult_t mscclppRegMemDeserialize(mscclppComm_t comm, const void* blob, s
 
 mscclppResult_t mscclppRegMemInfo(mscclppRegMem_t mem, void** ptr, size_t* size, int* ownerRank) {
   err_clear();
-  MPP_CHECK_ARG(mem != NULL, "mscclppRegMemInfo: mem is NULL");
+  HANDLE_CHECK(HANDLE_REGMEM, mem);
   if (ptr) *ptr = mem->t.ptr;
   if (size) *size = (size_t)mem->t.d.size;
   if (ownerRank) *ownerRank = mem->t.d.owner;
@@ -148,7 +156,7 @@ mscclppResult_t mscclppRegMemInfo(mscclppRegMem_t mem, void** ptr, size_t* size,
 
 mscclppResult_t mscclppRegMemRelease(mscclppRegMem_t mem) {
   err_clear();
-  MPP_CHECK_ARG(mem != NULL, "mscclppRegMemRelease: mem is NULL");
+  HANDLE_CHECK(HANDLE_REGMEM, mem);
   regmem_free(mem);
   return mscclppSuccess;
 }
@@ -215,9 +223,25 @@ out:
   return res;
 }
 
+/* Success when every registration in r (local and each remote) is a live handle. */
+static mscclppResult_t handles_alive(const mscclppRegisteredMemory* r) {
+  MPP_CHECK(handle_check(HANDLE_REGMEM, r->local, "mscclppRegisteredMemoryRelease"));
+  if (r->remote != NULL)
+    for (int i = 0; i < r->nranks; i++)
+      if (r->remote[i] != NULL) MPP_CHECK(handle_check(HANDLE_REGMEM, r->remote[i], "mscclppRegisteredMemoryRelease"));
+  return mscclppSuccess;
+}
+
 mscclppResult_t mscclppRegisteredMemoryRelease(mscclppRegisteredMemory* regMem) {
   err_clear();
   MPP_CHECK_ARG(regMem != NULL, "mscclppRegisteredMemoryRelease: regMem is NULL");
+  if (regMem->local == NULL && regMem->remote == NULL) return mscclppSuccess; /* released already (zeroed) */
+  mscclppResult_t res = handles_alive(regMem);
+  if (res != mscclppSuccess) { /* its communicator was destroyed (it freed them): only the array is left */
+    free(regMem->remote);
+    memset(regMem, 0, sizeof(*regMem));
+    return res;
+  }
   if (regMem->remote != NULL)
     for (int r = 0; r < regMem->nranks; r++) regmem_free(regMem->remote[r]);
   regmem_free(regMem->local);

@@ -13,6 +13,7 @@
 
 #include "core/comm.h"
 #include "core/connection.h"
+#include "core/handle_reg.h"
 #include "transport/transport.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -41,6 +42,7 @@ static void sem_destroy(struct mscclppHostSemaphore* sem) {
 
 void semaphore_free(struct mscclppHostSemaphore* sem) {
   if (sem == NULL) return;
+  handle_remove(HANDLE_HOST_SEMAPHORE, sem);
   comm_objects_untrack(sem->conn->comm, &sem->link);
   sem->conn->nsems--;
   sem_destroy(sem);
@@ -95,13 +97,14 @@ static mscclppResult_t sem_handshake(struct mscclppConnection* conn, struct mscc
 mscclppResult_t mscclppHostSemaphoreCreate(mscclppComm_t comm, mscclppConnection_t conn, mscclppHostSemaphore_t* sem) {
   err_clear();
   COMM_CHECK(comm);
-  MPP_CHECK_ARG(conn != NULL && sem != NULL, "mscclppHostSemaphoreCreate: conn or sem is NULL");
-  MPP_CHECK_ARG(conn->comm == comm, "mscclppHostSemaphoreCreate: the connection belongs to another communicator");
+  MPP_CHECK_ARG(sem != NULL, "mscclppHostSemaphoreCreate: sem is NULL");
+  MPP_CHECK(handle_check_owned(HANDLE_CONNECTION, conn, comm, __func__));
   struct mscclppHostSemaphore* s = calloc(1, sizeof(*s));
   if (s == NULL) return MPP_ERR(mscclppSystemError, "mscclppHostSemaphoreCreate: out of host memory");
   list_init(&s->link);
   s->conn = conn;
   mscclppResult_t res = sem_handshake(conn, s);
+  if (res == mscclppSuccess) res = handle_add(HANDLE_HOST_SEMAPHORE, s, comm);
   if (res != mscclppSuccess) {
     sem_destroy(s);
     return res;
@@ -114,7 +117,7 @@ mscclppResult_t mscclppHostSemaphoreCreate(mscclppComm_t comm, mscclppConnection
 
 mscclppResult_t mscclppHostSemaphoreSignal(mscclppHostSemaphore_t sem) {
   err_clear();
-  MPP_CHECK_ARG(sem != NULL, "mscclppHostSemaphoreSignal: sem is NULL");
+  HANDLE_CHECK(HANDLE_HOST_SEMAPHORE, sem);
   struct mscclppConnection* c = sem->conn;
   mscclppResult_t res = connection_explained(c, c->ops->update_and_sync(&c->t, &sem->remote->t, 0, sem->outbound + 1));
   if (res == mscclppSuccess) sem->outbound++;
@@ -150,7 +153,7 @@ static mscclppResult_t gone(struct mscclppHostSemaphore* sem, mscclppResult_t wh
 
 mscclppResult_t mscclppHostSemaphoreWait(mscclppHostSemaphore_t sem, int64_t timeoutMs) {
   err_clear();
-  MPP_CHECK_ARG(sem != NULL, "mscclppHostSemaphoreWait: sem is NULL");
+  HANDLE_CHECK(HANDLE_HOST_SEMAPHORE, sem);
   if (try_consume(sem)) return mscclppSuccess;
   int64_t timeout = timeoutMs < 0 ? param_int(PARAM_SEMAPHORE_TIMEOUT) : timeoutMs;
   if (timeout > MAX_WAIT_MS) timeout = MAX_WAIT_MS; /* keeps the deadline arithmetic in range */
@@ -180,14 +183,15 @@ mscclppResult_t mscclppHostSemaphoreWait(mscclppHostSemaphore_t sem, int64_t tim
 
 mscclppResult_t mscclppHostSemaphorePoll(mscclppHostSemaphore_t sem, int* ready) {
   err_clear();
-  MPP_CHECK_ARG(sem != NULL && ready != NULL, "mscclppHostSemaphorePoll: sem or ready is NULL");
+  MPP_CHECK_ARG(ready != NULL, "mscclppHostSemaphorePoll: ready is NULL");
+  HANDLE_CHECK(HANDLE_HOST_SEMAPHORE, sem);
   *ready = try_consume(sem);
   return mscclppSuccess;
 }
 
 mscclppResult_t mscclppHostSemaphoreDestroy(mscclppHostSemaphore_t sem) {
   err_clear();
-  MPP_CHECK_ARG(sem != NULL, "mscclppHostSemaphoreDestroy: sem is NULL");
+  HANDLE_CHECK(HANDLE_HOST_SEMAPHORE, sem);
   semaphore_free(sem);
   return mscclppSuccess;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/handle_reg.h"
 #include "plan/plan.h"
 #include "plan/order/order.h"
 #include "util/err.h"
@@ -51,13 +52,19 @@ mscclppResult_t mscclppPlanLoadFile(const char* path, mscclppPlan_t* plan) {
 
 mscclppResult_t mscclppPlanDestroy(mscclppPlan_t plan) {
   err_clear();
+  if (plan == NULL) return mscclppSuccess; /* as free(NULL) */
+  HANDLE_CHECK(HANDLE_PLAN, plan);
+  const char* keeper = handle_keeper(HANDLE_PLAN, plan);
+  if (keeper != NULL)
+    return MPP_ERR(mscclppInvalidUsage, "%s: plan %p belongs to %s", __func__, (void*)plan, keeper);
   plan_free(plan);
   return mscclppSuccess;
 }
 
 mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info) {
   err_clear();
-  MPP_CHECK_ARG(plan != NULL && info != NULL, "%s: plan and info must not be NULL", __func__);
+  MPP_CHECK_ARG(info != NULL, "%s: info is NULL", __func__);
+  HANDLE_CHECK(HANDLE_PLAN, plan);
   memset(info, 0, sizeof(*info));
   info->name = plan->name, info->collective = plan->collective, info->nranks = plan->nranks;
   info->protocolLL = plan->ll, info->inplace = plan->inplace;
@@ -74,7 +81,8 @@ mscclppResult_t mscclppPlanInfo(mscclppPlan_t plan, mscclppPlanInfo_t* info) {
 
 mscclppResult_t mscclppPlanCheckOrder(mscclppPlan_t plan, int* findings, char* text, size_t textLen) {
   err_clear();
-  MPP_CHECK_ARG(plan != NULL && findings != NULL, "%s: plan and findings must not be NULL", __func__);
+  MPP_CHECK_ARG(findings != NULL, "%s: findings is NULL", __func__);
+  HANDLE_CHECK(HANDLE_PLAN, plan);
   char local[512];
   char* out = text && textLen ? text : local;
   int n = plan_race_check(plan, PLAN_ORDER_CLOCKS_API, 64, out, text && textLen ? textLen : sizeof(local), NULL);

@@ -3,13 +3,16 @@
 
 #include "core/comm.h"
 #include "core/connection.h"
+#include "core/handle_reg.h"
 #include "proxy/proxy.h"
 #include "util/err.h"
 #include "util/log.h"
 
 mscclppResult_t mscclppProxyServiceAddSemaphore(mscclppProxyService_t proxy, mscclppConnection_t conn, int* semId) {
   err_clear();
-  MPP_CHECK_ARG(proxy != NULL && conn != NULL && semId != NULL, "mscclppProxyServiceAddSemaphore: NULL argument");
+  MPP_CHECK_ARG(semId != NULL, "mscclppProxyServiceAddSemaphore: semId is NULL");
+  HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
+  HANDLE_CHECK(HANDLE_CONNECTION, conn);
   MPP_CHECK_ARG(conn->comm == proxy->comm, "mscclppProxyServiceAddSemaphore: the connection belongs to another communicator");
   struct chan_ext* x = proxy->ext;
   pthread_mutex_lock(&proxy->add_lock);
@@ -91,7 +94,10 @@ static mscclppResult_t conn_slot(struct mscclppProxyService* p, const struct pro
 mscclppResult_t mscclppPortChannelCreate(mscclppProxyService_t proxy, int semId, mscclppRegMem_t dst,
                                          mscclppRegMem_t src, int channelId, mscclppPortChannel* chan) {
   err_clear();
-  MPP_CHECK_ARG(proxy != NULL && chan != NULL, "mscclppPortChannelCreate: proxy or chan is NULL");
+  MPP_CHECK_ARG(chan != NULL, "mscclppPortChannelCreate: chan is NULL");
+  HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
+  if (dst != NULL) HANDLE_CHECK(HANDLE_REGMEM, dst);
+  if (src != NULL) HANDLE_CHECK(HANDLE_REGMEM, src);
   uint32_t nsems = atomic_load(&proxy->nsems);
   MPP_CHECK_ARG(semId >= 0 && (uint32_t)semId < nsems, "mscclppPortChannelCreate: semaphore %d does not exist (%u made)",
                 semId, nsems);

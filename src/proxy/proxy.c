@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/comm.h"
+#include "core/handle_reg.h"
 #include "proxy/proxy.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -46,6 +47,7 @@ mscclppResult_t mscclppProxyServiceCreate(mscclppComm_t comm, int fifoSize, mscc
   p->lanes = calloc(PROXY_MAX_SEMS, sizeof(*p->lanes));
   if (p->sems == NULL || p->ports == NULL || p->conns == NULL || p->dirty == NULL || p->lanes == NULL) res = MPP_ERR(mscclppSystemError, "mscclppProxyServiceCreate: out of host memory");
   if (res == mscclppSuccess) res = fifo_host_init(&p->core.fifo, x->gpu, x->dev, (uint32_t)size, 0);
+  if (res == mscclppSuccess) res = handle_add(HANDLE_PROXY_SERVICE, p, comm);
   if (res != mscclppSuccess) {
     service_free(p);
     return res;
@@ -62,13 +64,13 @@ mscclppResult_t mscclppProxyServiceCreate(mscclppComm_t comm, int fifoSize, mscc
 
 mscclppResult_t mscclppProxyServiceStart(mscclppProxyService_t proxy) {
   err_clear();
-  MPP_CHECK_ARG(proxy != NULL, "mscclppProxyServiceStart: proxy is NULL");
+  HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
   return proxy_core_start(&proxy->core);
 }
 
 mscclppResult_t mscclppProxyServiceCheck(mscclppProxyService_t proxy) {
   err_clear();
-  MPP_CHECK_ARG(proxy != NULL, "mscclppProxyServiceCheck: proxy is NULL");
+  HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
   pthread_mutex_lock(&proxy->err_lock);
   mscclppResult_t r = proxy->err;
   char msg[sizeof(proxy->err_msg)];
@@ -82,7 +84,7 @@ mscclppResult_t mscclppProxyServiceCheck(mscclppProxyService_t proxy) {
 
 mscclppResult_t mscclppProxyServiceStop(mscclppProxyService_t proxy) {
   err_clear();
-  MPP_CHECK_ARG(proxy != NULL, "mscclppProxyServiceStop: proxy is NULL");
+  HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
   MPP_CHECK(proxy_core_stop(&proxy->core));
   LOG_DEBUG_(LOG_SUB_PROXY, "proxy of rank %d stopped after %llu triggers", proxy->comm->rank,
              (unsigned long long)proxy->core.handled);
@@ -91,7 +93,8 @@ mscclppResult_t mscclppProxyServiceStop(mscclppProxyService_t proxy) {
 
 mscclppResult_t mscclppProxyServiceDestroy(mscclppProxyService_t proxy) {
   err_clear();
-  MPP_CHECK_ARG(proxy != NULL, "mscclppProxyServiceDestroy: proxy is NULL");
+  MPP_CHECK(handle_check_destroy(HANDLE_PROXY_SERVICE, proxy, __func__));
+  handle_remove(HANDLE_PROXY_SERVICE, proxy);
   mscclppResult_t r = proxy_core_stop(&proxy->core);
   service_free(proxy);
   return r;

@@ -144,8 +144,8 @@ static void windows(void) {
   CHECK_OK(mscclppAllReduce(w[0], w[1], 64, mscclppFloat, mscclppSum, comm, NULL));
   for (int i = 0; i < 64; i++) CHECK_MSG(w[1][i] == (float)(n * i + n * (n - 1) / 2), "element %d: %g", i, w[1][i]);
   CHECK_OK(mscclppCommWindowDeregister(comm, win));
-  EXPECT(mscclppCommWindowDeregister(comm, win), mscclppInvalidArgument, "is not a window of this communicator");
-  EXPECT(mscclppCommWindowDeregister(comm, (mscclppWindow_t)other), mscclppInvalidArgument, "is not a window");
+  EXPECT(mscclppCommWindowDeregister(comm, win), mscclppInvalidUsage, "window"); /* docs/errors.md "Handles" */
+  EXPECT(mscclppCommWindowDeregister(comm, (mscclppWindow_t)other), mscclppInvalidUsage, "is not a window handle");
   CHECK_OK(mscclppCommWindowDeregister(comm, win2));
   /* local registrations: no agreement, overlaps allowed */
   mscclppBufferReg_t r1 = NULL, r2 = NULL;
@@ -156,7 +156,7 @@ static void windows(void) {
   CHECK_OK(mscclppCommBufferRegister(comm, (char*)w[0] + 16, rank == 0 ? 32 : 64, &r2));
   CHECK_OK(mscclppAllReduce(w[0], w[0], 64, mscclppFloat, mscclppSum, comm, NULL));
   CHECK_OK(mscclppCommBufferDeregister(comm, r2));
-  EXPECT(mscclppCommBufferDeregister(comm, r2), mscclppInvalidArgument, "is not a registration of this communicator");
+  EXPECT(mscclppCommBufferDeregister(comm, r2), mscclppInvalidUsage, "buffer registration"); /* docs/errors.md */
   CHECK_OK(mscclppCommBufferDeregister(comm, r1));
 }
 

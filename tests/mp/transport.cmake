@@ -23,3 +23,8 @@ mpp_mp_test(transport_hostio NRANKS 2 TESTNAME transport_hostio_tcp SOURCES ${TD
 # Issue 22 item 7: liveness of a peer in another PID namespace (rank 1 re-executes itself under
 # unshare; skipped where unprivileged namespaces are not allowed).
 mpp_mp_test(transport_pidns NRANKS 2 SOURCES ${TDIR}/transport_pidns.c)
+
+# Issue 22: a local stranger at a tcp connection's listener during setup (garbage, then a
+# well-formed hello with a forged proof) is refused; the real connection completes in time.
+mpp_mp_test(transport_stranger NRANKS 2 TESTNAME transport_stranger SOURCES ${TDIR}/transport_stranger.c)
+set_tests_properties(transport_stranger PROPERTIES TIMEOUT 60)

@@ -2,6 +2,7 @@
  * are in coll/registry/env.c). */
 #include "plan/plan.h"
 #include "coll/registry/registry.h"
+#include "core/handle_reg.h"
 #include "util/err.h"
 
 /* Registers one made entry; frees it when that fails (free_plan: its plan too). */
@@ -16,7 +17,7 @@ static mscclppResult_t add_one(struct planreg_entry* e, int free_plan, int* id) 
 
 mscclppResult_t mscclppPlanRegister(mscclppPlan_t plan, const mscclppPlanRegOptions_t* options, int* id) {
   err_clear();
-  MPP_CHECK_ARG(plan != NULL, "%s: plan is NULL", __func__);
+  HANDLE_CHECK(HANDLE_PLAN, plan);
   struct planreg_entry* e;
   MPP_CHECK(planreg_entry_from_plan(plan, options, plan->file, 0, -1, &e));
   return add_one(e, 0, id);

@@ -59,7 +59,7 @@ static mscclppResult_t run(struct mscclppComm* comm, mscclppPlan_t plan, const s
   if (a->coll == ALGO_COLL_REDUCESCATTER) sb = all;
   if (a->coll == ALGO_COLL_ALLTOALL) sb = rb = all;
   if (a->coll == ALGO_COLL_BROADCAST && send == NULL) send = a->recv;
-  return mscclppExecutePlan(comm, plan, send, a->recv, sb, rb, (mscclppDataType_t)a->dtype, a->stream);
+  return exec_plan(comm, plan, send, a->recv, sb, rb, (mscclppDataType_t)a->dtype, mscclppPacketLL16, a->stream);
 }
 
 /* Puts the collective and the plan in front of the executor's message. */

@@ -6,6 +6,7 @@
 
 #include "plan/plan.h"
 #include "coll/registry/registry.h"
+#include "core/handle_reg.h"
 #include "util/err.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,6 +105,12 @@ mscclppResult_t planreg_add(struct planreg_entry** es, int n, int* ids) {
   if (n <= 0) return mscclppSuccess;
   pthread_mutex_lock(&g_lock);
   mscclppResult_t res = add_locked(es, n, ids);
+  /* The registry owns these plans now: mscclppPlanDestroy refuses them (they stay readable). */
+  for (int i = 0; i < n && res == mscclppSuccess; i++)
+    for (int k = 0; k < PLANREG_NOPS; k++)
+      if (es[i]->plan[k] != NULL)
+        handle_set_keeper(HANDLE_PLAN, es[i]->plan[k], "the plan registry (mscclppPlanUnregister or "
+                          "mscclppPlanRegistryClear destroy it)");
   pthread_mutex_unlock(&g_lock);
   return res;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/handle_reg.h"
 #include "plan/load/lower.h"
 #include "plan/order/order.h"
 #include "util/log.h"
@@ -238,6 +239,7 @@ mscclppResult_t plan_parse(const char* json, size_t len, const char* name, struc
   json_decref(root);
   MPP_CHECK_GOTO(plan_check(p), res, fail_plan);
   MPP_CHECK_GOTO(plan_order_at_load(p), res, fail_plan);
+  MPP_CHECK_GOTO(handle_add(HANDLE_PLAN, p, NULL), res, fail_plan); /* every plan is a handle (handle_reg.h) */
   *out = p;
   return mscclppSuccess;
 fail:
@@ -249,6 +251,7 @@ fail_plan:
 
 void plan_free(struct mscclppPlan* p) {
   if (!p) return;
+  handle_remove(HANDLE_PLAN, p);
   for (int r = 0; p->ranks && r < p->nranks; r++) {
     struct plan_rank* pr = &p->ranks[r];
     for (int b = 0; pr->blocks && b < pr->nblocks; b++)
