@@ -84,6 +84,11 @@ mscclppResult_t bootstrap_health(struct bootstrap* b);
  * departure; Success when b learnt nothing (the caller's own error stands). */
 mscclppResult_t bootstrap_explain(struct bootstrap* b, int peer, int grace_ms);
 
+/* A transport learnt that peer's process is gone (e.g. its pid exited on this host): b records the
+ * death and tells both ring neighbours, as when it sees the death itself, so that every survivor
+ * names peer, even if this rank exits right after. Nothing when b already knows of a fault. */
+void bootstrap_report_death(struct bootstrap* b, int peer);
+
 /* Frees b (after abort, or when every peer is done with it). */
 void bootstrap_destroy(struct bootstrap* b);
 

@@ -192,3 +192,13 @@ mscclppResult_t bootstrap_explain(struct bootstrap* b, int peer, int grace_ms) {
   pthread_mutex_unlock(&b->mu);
   return res;
 }
+
+void bootstrap_report_death(struct bootstrap* b, int peer) {
+  if (!b || peer < 0 || peer >= b->nranks || peer == b->rank) return;
+  pthread_mutex_lock(&b->mu);
+  if (!b->fault.type && !b->aborted && b->ring_ready) {
+    struct boot_notice died = {.type = BOOT_NOTICE_DIED, .rank = peer};
+    boot_adopt(b, &died, !b->ring_busy); /* recorded and passed to both neighbours before we go on */
+  }
+  pthread_mutex_unlock(&b->mu);
+}

@@ -245,8 +245,10 @@ mscclppResult_t comm_peer_alive(struct mscclppComm* comm, int peer) {
    * the rank that died; the pid adds nothing it misses but a check that needs no progress thread. */
   MPP_CHECK(bootstrap_health(comm->boot));
   const struct peer_info* p = &comm->peers[peer];
-  if (pid_comparable(comm, peer) && pid_gone(p->pid))
+  if (pid_comparable(comm, peer) && pid_gone(p->pid)) {
+    bootstrap_report_death(comm->boot, peer); /* the others learn it from us, not from our exit */
     return MPP_ERR(mscclppRemoteError, "rank %d (pid %d) has exited", peer, p->pid);
+  }
   return mscclppSuccess;
 }
 
