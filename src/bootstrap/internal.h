@@ -4,8 +4,8 @@
  * may send or recv; one progress thread per bootstrap accepts connections on the listener, checks
  * their hellos and reads incoming point-to-point frames into a queue that recv takes from, so a
  * sender never waits for the receiver to post its recv. Between ring operations (ring_busy 0) the
- * progress thread also watches the ring sockets for notices and hang-ups (liveness.c); during one,
- * only the ring code reads them. `mu` guards the queue, the fds that abort shuts down, the flags
+ * progress thread also watches the ring sockets for notices and hang-ups (liveness.c) and sends
+ * heartbeats (heartbeat.c); during one, only the ring code reads and writes them. `mu` guards the queue, the fds that abort shuts down, the flags
  * and any read of an idle ring socket; the progress thread alone owns its list of incoming
  * connections. */
 #ifndef MPP_BOOTSTRAP_INTERNAL_H_

@@ -11,7 +11,8 @@
  * died, within a few hops' time, whatever it was doing. Every later wait of a survivor fails with
  * that fault. A departure is not passed on (the others may still be finishing the last operation,
  * which the rank that left completed): its neighbours stop watching it, later ring operations fail
- * naming it, and recvs from it are bounded. */
+ * naming it, and recvs from it are bounded. The same frames carry heartbeats (BEAT, skipped by every
+ * reader) and STUCK, a neighbour silent too long (heartbeat.c), which travels like a death. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
