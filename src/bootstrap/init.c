@@ -76,6 +76,9 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   int64_t cap = param_int(PARAM_BOOTSTRAP_QUEUE_BYTES);
   b->queue_cap = cap > 0 ? (uint64_t)cap : 268435456u;
   b->send_fds = malloc(sizeof(int) * (size_t)nranks);
+  boot_beat_init(b);
+  int ignored;
+  b->shortages_at_start = err_shortages(&ignored);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -201,10 +204,19 @@ mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, 
   return mscclppSuccess;
 }
 
+/* The errno of a resource shortage (fds, memory) that this process reported since b began, else 0:
+ * told to the other ranks with this rank's FAILED notice, so their errors say why it failed. */
+static int shortage_cause(const struct bootstrap* b) {
+  int e = 0;
+  return err_shortages(&e) > b->shortages_at_start ? e : 0;
+}
+
 void bootstrap_abort(struct bootstrap* b) {
   if (!b) return;
+  int cause = shortage_cause(b);
   pthread_mutex_lock(&b->mu);
   b->aborted = 1;
+  if (!b->own_cause) b->own_cause = cause;
   /* shutdown, not close: other threads may be blocked on these fds; destroy closes them. */
   if (b->listen_fd >= 0) shutdown(b->listen_fd, SHUT_RDWR);
   if (!b->fault.type) boot_ring_look_now(b); /* the abort may be a death's consequence: tell that */

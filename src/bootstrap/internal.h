@@ -4,8 +4,8 @@
  * may send or recv; one progress thread per bootstrap accepts connections on the listener, checks
  * their hellos and reads incoming point-to-point frames into a queue that recv takes from, so a
  * sender never waits for the receiver to post its recv. Between ring operations (ring_busy 0) the
- * progress thread also watches the ring sockets for notices and hang-ups (liveness.c); during one,
- * only the ring code reads them. `mu` guards the queue, the fds that abort shuts down, the flags
+ * progress thread also watches the ring sockets for notices and hang-ups (liveness.c) and sends
+ * heartbeats (heartbeat.c); during one, only the ring code reads and writes them. `mu` guards the queue, the fds that abort shuts down, the flags
  * and any read of an idle ring socket; the progress thread alone owns its list of incoming
  * connections. */
 #ifndef MPP_BOOTSTRAP_INTERNAL_H_
@@ -41,13 +41,17 @@ struct boot_waiter {
 
 struct boot_conn; /* an incoming connection (progress.c) */
 
-/* What one rank tells the ring about a rank that ended (liveness.c). */
-enum { BOOT_NOTICE_DIED = 1, BOOT_NOTICE_FAILED = 2, BOOT_NOTICE_LEFT = 3 };
+/* What one rank tells the ring about a rank that ended or stopped responding, or a heartbeat
+ * (liveness.c). BEAT is no fault: it only proves its sender's progress thread runs. */
+enum { BOOT_NOTICE_DIED = 1, BOOT_NOTICE_FAILED = 2, BOOT_NOTICE_LEFT = 3, BOOT_NOTICE_BEAT = 4, BOOT_NOTICE_STUCK = 5 };
 struct boot_notice {
   int type;  /* 0: none */
-  int rank;  /* the rank that died, failed or left */
-  int cause; /* FAILED: an errno (0: aborted or failed, see its log) */
+  int rank;  /* the rank that died, failed, left, stopped responding, or sends the heartbeat */
+  int cause; /* FAILED: an errno (0: aborted or failed, see its log); STUCK: the silence in 100 ms */
 };
+
+/* Ring directions, the index of the per-neighbour liveness state. */
+enum { BOOT_DIR_PREV = 0, BOOT_DIR_NEXT = 1 };
 
 struct bootstrap {
   int rank, nranks;
@@ -68,9 +72,21 @@ struct bootstrap {
   int ring_busy;     /* an allgather or barrier is using the ring sockets */
   int prev_has_data; /* rank-1's next operation has begun arriving: left for the ring code */
   struct boot_notice fault; /* the first death or failure learnt of (type 0: none) */
+  int own_cause;            /* errno told with this rank's own FAILED notice (abort: a shortage's) */
+  uint64_t shortages_at_start; /* err_shortages() when this bootstrap began */
   int ring_left;            /* a rank whose departure broke the ring, else -1 */
   int prev_gone, next_gone; /* that ring neighbour left: its socket is no longer watched */
   uint64_t* left_ns;        /* [nranks]: when that rank's departure was learnt (0: not) */
+  /* Heartbeats (liveness.c), by ring direction. Owned by whichever thread owns the ring: the
+   * progress thread while ring_busy is 0 (under mu), the ring code while it is 1; ring_busy
+   * changes under mu, which orders the hand-over. */
+  uint64_t beat_ns, stall_ns, tick_cap_ns; /* heartbeat period, silence limit (0: off), credit cap */
+  int poll_ms;                             /* how long either owner waits between looks at the ring */
+  uint8_t beat_frame[WIRE_FRAME_BYTES];    /* this rank's heartbeat */
+  uint8_t beat_left[2];                    /* bytes of a heartbeat the socket has not yet taken */
+  uint64_t beat_sent_ns[2];                /* when the last heartbeat went that way */
+  uint64_t quiet_ns[2];                    /* silence heard from that neighbour while watched */
+  uint64_t tick_ns;                        /* the last silence tick */
   mscclppResult_t progress_err; /* set when the progress thread died */
   struct boot_msg *q_head, *q_tail;
   uint64_t queued_bytes, queue_cap; /* unreceived message bytes (incl. ones being read) and the cap */
@@ -159,8 +175,30 @@ void boot_watch_ready(struct bootstrap* b, const short revents[2]);
 /* Looks at the idle ring once, without waiting (abort: a neighbour's death already visible there
  * is what this rank passes on, rather than its own abort). */
 void boot_ring_look_now(struct bootstrap* b);
-/* Waits up to grace_ms for a notice on fd (without mu); 1 and *out when one came. */
+/* Waits up to grace_ms for a notice on fd (without mu); 1 and *out when one came. Heartbeats are
+ * skipped. */
 int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_notice* out);
+/* Progress thread (takes mu): heartbeats to the idle ring's neighbours, and the silence check
+ * that declares one stuck. */
+void boot_idle_liveness(struct bootstrap* b);
+
+/* ---- heartbeats (liveness.c): the ring's owner (see struct bootstrap) calls these ---- */
+
+/* Reads MSCCLPP_BOOTSTRAP_HEARTBEAT_MS / STALL_MS and prepares this rank's heartbeat (init). */
+void boot_beat_init(struct bootstrap* b);
+/* Sends a heartbeat towards dir when one is due; to rank+1 only when at_boundary (its stream is
+ * between frames). A heartbeat the socket took only part of is finished first (boot_beat_flush). */
+void boot_beat(struct bootstrap* b, int dir, int at_boundary, uint64_t now);
+/* Finishes a partly sent heartbeat towards dir; 1 when none is pending (a frame may follow). */
+int boot_beat_flush(struct bootstrap* b, int dir);
+/* Bytes came from dir: that neighbour is alive. */
+static inline void boot_heard(struct bootstrap* b, int dir) { b->quiet_ns[dir] = 0; }
+/* Adds the time since the last tick (at most tick_cap_ns: a gap longer than that means this rank
+ * itself did not run, which says nothing of its neighbour) to the silence of each watched
+ * direction and clears the others. Returns a direction silent for the stall limit, else -1. */
+int boot_quiet_tick(struct bootstrap* b, const int watched[2], uint64_t now);
+/* The STUCK notice for the neighbour towards dir. */
+struct boot_notice boot_stuck_notice(const struct bootstrap* b, int dir);
 
 /* ---- p2p.c ---- */
 

@@ -11,7 +11,8 @@
  * died, within a few hops' time, whatever it was doing. Every later wait of a survivor fails with
  * that fault. A departure is not passed on (the others may still be finishing the last operation,
  * which the rank that left completed): its neighbours stop watching it, later ring operations fail
- * naming it, and recvs from it are bounded. */
+ * naming it, and recvs from it are bounded. The same frames carry heartbeats (BEAT, skipped by every
+ * reader) and STUCK, a neighbour silent too long (heartbeat.c), which travels like a death. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -39,21 +40,23 @@ int boot_notice_decode(const struct bootstrap* b, const uint8_t hdr[WIRE_FRAME_B
   n->type = (int)(f.length >> 28);
   n->cause = (int)((f.length >> 20) & 0xff);
   n->rank = (int)(f.length & 0xfffff);
-  return n->type >= BOOT_NOTICE_DIED && n->type <= BOOT_NOTICE_LEFT && n->rank < b->nranks;
+  return n->type >= BOOT_NOTICE_DIED && n->type <= BOOT_NOTICE_STUCK && n->rank < b->nranks;
 }
 
-/* Sends notice n on a ring socket without waiting (the stream is empty or at a frame boundary). */
-static void send_notice(int fd, const struct boot_notice* n) {
+/* Sends notice n towards dir without waiting (the stream is empty or at a frame boundary, once a
+ * partly sent heartbeat is finished). */
+static void send_notice(struct bootstrap* b, int dir, const struct boot_notice* n) {
   uint8_t buf[WIRE_FRAME_BYTES];
-  if (fd < 0) return;
+  int fd = dir == BOOT_DIR_PREV ? b->ring_prev_fd : b->ring_next_fd;
+  if (fd < 0 || !boot_beat_flush(b, dir)) return; /* a socket that full: the shutdown tells instead */
   boot_notice_encode(n, buf);
   (void)!send(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 void boot_ring_close_with(struct bootstrap* b, const struct boot_notice* n, int next_at_boundary) {
   if (!b->ring_broken) {
-    send_notice(b->ring_prev_fd, n);
-    if (next_at_boundary) send_notice(b->ring_next_fd, n);
+    send_notice(b, BOOT_DIR_PREV, n);
+    if (next_at_boundary) send_notice(b, BOOT_DIR_NEXT, n);
   }
   b->ring_broken = 1;
   if (b->ring_prev_fd >= 0) shutdown(b->ring_prev_fd, SHUT_RDWR);
@@ -86,8 +89,15 @@ const char* boot_fault_text(const struct bootstrap* b, const struct boot_notice*
              "its communicator)", n->rank);
   else if (n->type == BOOT_NOTICE_LEFT)
     snprintf(buf, len, "rank %d left (destroyed its communicator)", n->rank);
-  else if (n->cause == EMFILE || n->cause == ENFILE)
+  else if (n->type == BOOT_NOTICE_STUCK)
+    snprintf(buf, len, "rank %d%s stopped responding (no heartbeat for %d ms: its process is stopped or hung)", n->rank,
+             self, n->cause * 100);
+  else if ((n->cause == EMFILE || n->cause == ENFILE) && n->rank == b->rank)
     snprintf(buf, len, "rank %d%s failed: out of file descriptors%s", n->rank, self, sock_fd_hint(n->cause));
+  else if (n->cause == EMFILE) /* not sock_fd_hint: its "(now N)" would be this rank's limit */
+    snprintf(buf, len, "rank %d failed: too many open files (raise ulimit -n on that rank)", n->rank);
+  else if (n->cause == ENFILE)
+    snprintf(buf, len, "rank %d failed: too many open files on its system (raise fs.file-max there)", n->rank);
   else if (n->cause)
     snprintf(buf, len, "rank %d%s failed: %s", n->rank, self, strerror(n->cause));
   else
@@ -110,10 +120,11 @@ static void watch_one(struct bootstrap* b, int from_prev) {
   uint8_t hdr[WIRE_FRAME_BYTES];
   ssize_t n = recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_PEEK);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (n > 0) boot_heard(b, from_prev ? BOOT_DIR_PREV : BOOT_DIR_NEXT);
   struct boot_notice note;
   if (n == (ssize_t)sizeof(hdr) && boot_notice_decode(b, hdr, &note)) {
     (void)!recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT);
-    boot_adopt(b, &note, 1);
+    if (note.type != BOOT_NOTICE_BEAT) boot_adopt(b, &note, 1);
     return;
   }
   if (n > 0 && from_prev) { /* the next operation's data: rank-1 is alive and ahead of us */
@@ -160,6 +171,10 @@ int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_noti
     struct pollfd p = {.fd = fd, .events = POLLIN};
     if (poll(&p, 1, (int)left) <= 0) continue;
     ssize_t n = recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_PEEK);
+    if (n == (ssize_t)sizeof(hdr) && boot_notice_decode(b, hdr, out) && out->type == BOOT_NOTICE_BEAT) {
+      (void)!recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT); /* a heartbeat queued before the notice */
+      continue;
+    }
     if (n == (ssize_t)sizeof(hdr)) return boot_notice_decode(b, hdr, out);
     if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) return 0;
   }

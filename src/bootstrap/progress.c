@@ -19,7 +19,6 @@
 #include "util/timeutil.h"
 
 #define CONN_HELLO_MS 10000 /* a connection must finish its hello within this */
-#define PROGRESS_POLL_MS 200
 
 struct boot_conn {
   int fd;
@@ -310,7 +309,7 @@ static mscclppResult_t progress_round(struct bootstrap* b) {
   p[3] = (struct pollfd){.fd = ring[1], .events = POLLIN};
   for (int i = 0; i < b->nconns; i++) /* a held connection is not read, so not polled (no spinning) */
     p[FIXED_FDS + i] = (struct pollfd){.fd = b->conns[i].held ? -1 : b->conns[i].fd, .events = POLLIN};
-  if (poll(p, (nfds_t)n, PROGRESS_POLL_MS) < 0 && errno != EINTR) {
+  if (poll(p, (nfds_t)n, b->poll_ms) < 0 && errno != EINTR) {
     free(p);
     return MPP_ERRNO(mscclppSystemError, errno, "bootstrap rank %d: poll in the progress thread", b->rank);
   }
@@ -327,6 +326,7 @@ static mscclppResult_t progress_round(struct bootstrap* b) {
   /* After the connections and the listener: a rank's last p2p bytes are read before its notice. */
   short rev[2] = {p[2].revents, p[3].revents};
   if (rev[0] || rev[1]) boot_watch_ready(b, rev);
+  boot_idle_liveness(b); /* after reading the ring: what arrived counts before the silence check */
   if (p[0].revents) {
     char junk[64];
     while (read(b->wake_fds[0], junk, sizeof(junk)) > 0) {

@@ -33,7 +33,7 @@ struct xfer {
 #define NOTICE_GRACE_MS 300 /* a bare EOF waits this long for a notice from the other side */
 
 void boot_ring_shutdown(struct bootstrap* b) {
-  struct boot_notice self = {.type = BOOT_NOTICE_FAILED, .rank = b->rank};
+  struct boot_notice self = {.type = BOOT_NOTICE_FAILED, .rank = b->rank, .cause = b->own_cause};
   boot_ring_close_with(b, b->fault.type ? &b->fault : &self, !b->ring_busy);
 }
 
@@ -60,8 +60,9 @@ static mscclppResult_t io_err(struct bootstrap* b, struct xfer* x, int peer, ssi
   return MPP_ERRNO(mscclppRemoteError, err, "bootstrap ring: %s %s", dir, who);
 }
 
-/* Sends what the socket takes now. */
+/* Sends what the socket takes now (a partly sent heartbeat first: frames are never cut). */
 static mscclppResult_t step_send(struct bootstrap* b, struct xfer* x) {
+  if (x->sdone == 0 && !boot_beat_flush(b, BOOT_DIR_NEXT)) return mscclppSuccess;
   const uint8_t* p = x->sdone < WIRE_FRAME_BYTES ? x->shdr + x->sdone : x->sbuf + (x->sdone - WIRE_FRAME_BYTES);
   size_t want = x->sdone < WIRE_FRAME_BYTES ? WIRE_FRAME_BYTES - x->sdone : WIRE_FRAME_BYTES + x->size - x->sdone;
   ssize_t n = send(b->ring_next_fd, p, want, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -79,10 +80,15 @@ static mscclppResult_t step_recv(struct bootstrap* b, struct xfer* x) {
   ssize_t n = recv(b->ring_prev_fd, p, want, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return mscclppSuccess;
   if (n <= 0) return io_err(b, x, prev, n, errno, "receiving from");
+  boot_heard(b, BOOT_DIR_PREV);
   x->rdone += (size_t)n;
   if (x->rdone == WIRE_FRAME_BYTES) {
     struct wire_frame f;
     struct boot_notice note;
+    if (boot_notice_decode(b, x->rhdr, &note) && note.type == BOOT_NOTICE_BEAT) { /* between frames */
+      x->rdone = 0;
+      return mscclppSuccess;
+    }
     if (boot_notice_decode(b, x->rhdr, &note)) return notice_err(b, &note, x->sdone == 0 || x->sdone == WIRE_FRAME_BYTES + x->size);
     MPP_CHECK(wire_decode_frame(x->rhdr, WIRE_FRAME_BYTES, &f));
     char who[128];
@@ -105,9 +111,11 @@ static mscclppResult_t next_readable(struct bootstrap* b, struct xfer* x, size_t
   uint8_t hdr[WIRE_FRAME_BYTES];
   ssize_t n = recv(b->ring_next_fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_PEEK);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return mscclppSuccess;
+  if (n > 0) boot_heard(b, BOOT_DIR_NEXT);
   struct boot_notice note;
   if (n == (ssize_t)sizeof(hdr) && boot_notice_decode(b, hdr, &note)) {
     (void)!recv(b->ring_next_fd, hdr, sizeof(hdr), MSG_DONTWAIT);
+    if (note.type == BOOT_NOTICE_BEAT) return mscclppSuccess;
     if (note.type == BOOT_NOTICE_LEFT && note.rank == next && x->sdone == total) { /* a clean finish */
       x->next_left = 1;
       *watch = 0;
@@ -127,11 +135,28 @@ static mscclppResult_t next_readable(struct bootstrap* b, struct xfer* x, size_t
   return io_err(b, x, next, n, errno, "receiving from");
 }
 
+/* Heartbeats to both neighbours and the silence check while an operation waits (once init is
+ * done: before, the neighbours may not be reading the ring yet). A neighbour silent for the stall
+ * limit breaks the ring naming it. */
+static mscclppResult_t step_liveness(struct bootstrap* b, const struct xfer* x, int watch_next) {
+  size_t total = WIRE_FRAME_BYTES + x->size;
+  if (!b->ring_ready) return mscclppSuccess;
+  uint64_t now = time_now_ns();
+  boot_beat(b, BOOT_DIR_PREV, 1, now);
+  if (watch_next) boot_beat(b, BOOT_DIR_NEXT, x->sdone == 0 || x->sdone == total, now);
+  int watched[2] = {x->rdone < total, watch_next};
+  int d = boot_quiet_tick(b, watched, now);
+  if (d < 0) return mscclppSuccess;
+  struct boot_notice n = boot_stuck_notice(b, d);
+  return notice_err(b, &n, x->sdone == 0 || x->sdone == total);
+}
+
 /* Runs one step to completion or failure. */
 static mscclppResult_t step(struct bootstrap* b, struct xfer* x, uint64_t deadline_ns) {
   size_t total = WIRE_FRAME_BYTES + x->size;
   int watch_next = 1;
   while (x->sdone < total || x->rdone < total) {
+    MPP_CHECK(step_liveness(b, x, watch_next));
     struct pollfd p[2] = {{.fd = watch_next ? b->ring_next_fd : -1, .events = POLLIN | (x->sdone < total ? POLLOUT : 0)},
                           {.fd = x->rdone < total ? b->ring_prev_fd : -1, .events = POLLIN}};
     int64_t left = time_left_ms(deadline_ns);
@@ -143,7 +168,7 @@ static mscclppResult_t step(struct bootstrap* b, struct xfer* x, uint64_t deadli
                      b->rank, (int)x->tag, x->sdone, total, boot_peer_str(b, (b->rank + 1) % b->nranks, n, sizeof(n)),
                      x->rdone, total, boot_peer_str(b, (b->rank + b->nranks - 1) % b->nranks, q, sizeof(q)));
     }
-    if (poll(p, 2, left > INT_MAX ? INT_MAX : (int)left) < 0) {
+    if (poll(p, 2, left > b->poll_ms ? b->poll_ms : (int)left) < 0) {
       if (errno == EINTR) continue;
       return MPP_ERRNO(mscclppSystemError, errno, "bootstrap ring: poll");
     }
@@ -164,6 +189,7 @@ static mscclppResult_t ring_enter(struct bootstrap* b, const char* op) {
   else if (res == mscclppSuccess && b->ring_broken)
     res = MPP_ERR(mscclppRemoteError, "bootstrap %s on rank %d: the ring broke in an earlier failure", op, b->rank);
   if (res == mscclppSuccess) b->ring_busy = 1;
+  b->tick_ns = 0; /* the ring code counts silence from its own first tick */
   pthread_mutex_unlock(&b->mu);
   if (res == mscclppSuccess) boot_progress_wake(b); /* it stops polling the ring now */
   return res;
@@ -174,6 +200,7 @@ static void ring_leave(struct bootstrap* b) {
   pthread_mutex_lock(&b->mu);
   b->ring_busy = 0;
   b->prev_has_data = 0;
+  b->tick_ns = 0; /* the progress thread counts silence from its own first tick */
   pthread_mutex_unlock(&b->mu);
   boot_progress_wake(b);
 }

@@ -1,7 +1,9 @@
 /* err.c - result strings and the per-thread last-error message. */
 #include "util/err.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,7 +70,22 @@ mscclppResult_t err_set(mscclppResult_t res, const char* file, int line, const c
   return res;
 }
 
+/* Resource shortages recorded by any thread (see err_shortages). Relaxed: these are a hint for
+ * error messages; nothing else is published through them. */
+static _Atomic uint64_t shortage_count;
+static _Atomic int shortage_errno;
+
+uint64_t err_shortages(int* last_errno) {
+  uint64_t n = atomic_load_explicit(&shortage_count, memory_order_relaxed);
+  *last_errno = atomic_load_explicit(&shortage_errno, memory_order_relaxed);
+  return n;
+}
+
 mscclppResult_t err_set_errno(mscclppResult_t res, int errnum, const char* file, int line, const char* fmt, ...) {
+  if (errnum == EMFILE || errnum == ENFILE || errnum == ENOMEM) {
+    atomic_store_explicit(&shortage_errno, errnum, memory_order_relaxed);
+    atomic_fetch_add_explicit(&shortage_count, 1, memory_order_relaxed);
+  }
   va_list ap;
   va_start(ap, fmt);
   err_vrecord(res, errnum, file, line, fmt, ap);

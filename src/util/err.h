@@ -4,6 +4,8 @@
 #ifndef MPP_UTIL_ERR_H_
 #define MPP_UTIL_ERR_H_
 
+#include <stdint.h>
+
 #include <mscclpp/core.h>
 
 /* Records "file:line: <formatted message>" as this thread's last error, logs it at WARN level
@@ -25,6 +27,11 @@ int err_quiet(int on);
 
 /* This thread's last error message (never NULL). */
 const char* err_last(void);
+
+/* How many errors of this process (any thread) reported running out of file descriptors or memory
+ * (EMFILE, ENFILE, ENOMEM through err_set_errno) so far; *last_errno gets the latest one's errno.
+ * The bootstrap tells the other ranks this as the cause of its failure. */
+uint64_t err_shortages(int* last_errno);
 
 /* Both evaluate to res itself (after recording the message), not to err_set's return value, so that
  * the compiler sees which code a failing path returns: a caller's `if (f(&x) != mscclppSuccess)

@@ -61,3 +61,9 @@ foreach(limit 16 40)
   mpp_mp_test(bootstrap_fdlimit NRANKS 8 ARGS ${limit} SOURCES ${_boot_dir}/bootstrap_fdlimit.c
               TESTNAME bootstrap_fdlimit_${limit}_n8)
 endforeach()
+
+# Issue 22: a rank alive but stuck (SIGSTOP) is an error naming it on every survivor within
+# seconds (heartbeats on the ring); a rank idle or busy for 5 s is not.
+mpp_mp_test(bootstrap_stall NRANKS 4 ARGS stop SOURCES ${_boot_dir}/bootstrap_stall.c TESTNAME bootstrap_stall_stop_n4)
+mpp_mp_test(bootstrap_stall NRANKS 2 ARGS stop SOURCES ${_boot_dir}/bootstrap_stall.c TESTNAME bootstrap_stall_stop_n2)
+mpp_mp_test(bootstrap_stall NRANKS 3 ARGS idle SOURCES ${_boot_dir}/bootstrap_stall.c TESTNAME bootstrap_stall_idle_n3)
