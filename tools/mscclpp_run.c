@@ -18,11 +18,12 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,8 +95,40 @@ static void parse_args(int argc, char** argv, struct options* o) {
   o->argv = argv + i;
 }
 
-/* A TCP port that was free on 127.0.0.1 a moment ago (the kernel picks it). */
+/* Whether port can be bound on 127.0.0.1 now. */
+static int port_free(int port) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int ok = s >= 0 && bind(s, (struct sockaddr*)&a, sizeof(a)) == 0;
+  if (s >= 0) close(s);
+  return ok;
+}
+
+/* The first port of the kernel's ephemeral range (ports it hands to bind(0) and connect). */
+static int ephemeral_low(void) {
+  int lo = 32768, hi = 60999;
+  FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+  if (f != NULL) {
+    if (fscanf(f, "%d %d", &lo, &hi) != 2) lo = 32768;
+    fclose(f);
+  }
+  return lo;
+}
+
+/* A TCP port free on 127.0.0.1 a moment ago, for the root. Chosen at random below the kernel's
+ * ephemeral range: every rank's own listener and every connection take ephemeral ports, so a port
+ * the kernel picked (and this process released) could be taken by one of them, or by another job's,
+ * before rank 0 binds it; below that range only another explicit choice can collide. The kernel's
+ * pick is the fallback when that range is too small or full. */
 static int free_port(void) {
+  int lo = 10000, hi = ephemeral_low() - 1;
+  for (int tries = 0; hi - lo >= 1000 && tries < 64; tries++) {
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) break;
+    int port = lo + (int)(r % (uint32_t)(hi - lo + 1));
+    if (port_free(port)) return port;
+  }
   int s = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t len = sizeof(a);

@@ -31,12 +31,15 @@ int main(int argc, char** argv) {
   }
   double dt = mp_now() - t0;
   if (uid) mp_unshare_id(rank);
-  CHECK_MSG(r == mscclppTimeout, "rank %d: init returned %d (%s), expected Timeout: %s", rank, (int)r,
+  /* Rank 0's failed init stops its root at once (its port free for a retry): a rank whose own
+   * deadline comes a moment after rank 0's then sees the root go instead (RemoteError naming it). */
+  int root_gone = rank != 0 && r == mscclppRemoteError && strstr(mscclppGetLastError(), "root") != NULL;
+  CHECK_MSG(r == mscclppTimeout || root_gone, "rank %d: init returned %d (%s), expected Timeout: %s", rank, (int)r,
             mscclppGetErrorString(r), mscclppGetLastError());
   CHECK(comm == NULL);
   CHECK_MSG(dt > bound * 0.9 && dt < bound + 5, "rank %d: Timeout after %.2f s, the bound is %.2f s", rank, dt, bound);
-  CHECK_MSG(strstr(mscclppGetLastError(), "table") != NULL, "rank %d: message does not say what it waited for: %s",
-            rank, mscclppGetLastError());
+  CHECK_MSG(root_gone || strstr(mscclppGetLastError(), "table") != NULL,
+            "rank %d: message does not say what it waited for: %s", rank, mscclppGetLastError());
   /* The root is a thread of rank 0's process: leaving at once would close the connections of
    * ranks that started a moment later, turning their Timeout into a RemoteError. */
   if (rank == 0) usleep(2000000);
