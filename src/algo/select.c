@@ -6,7 +6,7 @@
  *   <dir of the library or executable>/../share/mscclpp/algo.tsv   (an installation, the wheel)
  *   <source tree>/tuning/algo.tsv      only while the library or executable runs from inside the
  *                                      build tree it was built in (MSCCLPP_BUILD_TREE)
- * else built-in defaults (no rules). The source and build trees are the paths CMake compiled into
+ * else the table the library was built with (compiled in: algo_table_builtin). The source and build trees are the paths CMake compiled into
  * this file; a copy of the library elsewhere never reads the source tree's table. The file loaded
  * (or the paths tried) is logged at level info, subsystem algo. */
 #include <dlfcn.h>
@@ -96,8 +96,12 @@ static mscclppResult_t load_table(void) {
     return mscclppSuccess;
   }
   if (want[0] != '\0') return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_TABLE=%s cannot be read (or is over 1 MiB)", want);
-  LOG_INFO_(LOG_SUB_ALGO, "collectives: no algo.tsv found (tried: %s%s%s); built-in defaults", n > 0 ? paths[0] : "none",
-            n > 1 ? ", " : "", n > 1 ? paths[1] : "");
+  /* A copied or statically linked library: the table it was built with, not no rules at all (the
+   * first registered algorithm of each collective is no choice for every size). */
+  MPP_CHECK(algo_table_parse(algo_table_builtin, "built-in tuning/algo.tsv", &table));
+  snprintf(source, sizeof(source), "built-in (tuning/algo.tsv at build time)");
+  LOG_INFO_(LOG_SUB_ALGO, "collectives: no algo.tsv found (tried: %s%s%s); %d rules of the built-in table",
+            n > 0 ? paths[0] : "none", n > 1 ? ", " : "", n > 1 ? paths[1] : "", table.nrules);
   return mscclppSuccess;
 }
 

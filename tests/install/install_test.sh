@@ -89,7 +89,7 @@ grep -q "^mscclpp_DIR:PATH=$prefix/" "$tmp/cmake/CMakeCache.txt" || { grep msccl
 "$cmake" --build "$tmp/cmake" >"$tmp/cmake-build.log" 2>&1 || { cat "$tmp/cmake-build.log"; fail "building tests/install/consumer"; }
 run "$tmp/cm-shared.log" "consumer: OK" "$tmp/cmake/consumer_shared" # RUNPATH: CMake's, the prefix's lib/
 grep -qF "$table" "$tmp/cm-shared.log" || { cat "$tmp/cm-shared.log"; fail "mscclpp::mscclpp did not load the prefix's table"; }
-run "$tmp/cm-static.log" "no algo.tsv found" "$tmp/cmake/consumer_static" # outside the prefix: no table
+run "$tmp/cm-static.log" "rules of the built-in table" "$tmp/cmake/consumer_static" # outside the prefix: the compiled-in table
 run "$tmp/cm-nccl.log" "nccl_consumer: OK" env LD_LIBRARY_PATH="$prefix/$libdir/nccl" "$tmp/cmake/nccl_consumer"
 
 echo "install_test: OK"
