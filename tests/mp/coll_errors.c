@@ -15,12 +15,6 @@
 static int rank, n;
 static mscclppComm_t comm;
 
-#define EXPECT(call, code, what)   \
-  do {                             \
-    CHECK_RES(call, code);         \
-    CHECK_ERR_MENTIONS(what);      \
-  } while (0)
-
 static void bad_arguments(void) {
   float a[64] = {0}, b[64] = {0};
   const mscclppResult_t inv = mscclppInvalidArgument;

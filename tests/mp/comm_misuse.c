@@ -15,12 +15,6 @@
 
 #include "transport_mp.h"
 
-#define EXPECT(call, code, what) \
-  do {                           \
-    CHECK_RES(call, code);       \
-    CHECK_ERR_MENTIONS(what);    \
-  } while (0)
-
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);

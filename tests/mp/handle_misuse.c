@@ -21,12 +21,6 @@
 
 #include "transport_mp.h"
 
-#define EXPECT(call, code, what) \
-  do {                           \
-    CHECK_RES(call, code);       \
-    CHECK_ERR_MENTIONS(what);    \
-  } while (0)
-
 static const mscclppResult_t USE = mscclppInvalidUsage;
 
 /* Unmapped memory (a dereference crashes) and heap garbage (ASan flags a read of freed memory, and

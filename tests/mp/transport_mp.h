@@ -58,6 +58,13 @@ static inline double tmp_now(void) {
 #define CHECK_ERR_MENTIONS(what) \
   CHECK_MSG(strstr(mscclppGetLastError(), (what)) != NULL, "expected '%s' in: %s", (what), mscclppGetLastError())
 
+/* call returns code and the error message mentions what. */
+#define EXPECT(call, code, what) \
+  do {                           \
+    CHECK_RES(call, code);       \
+    CHECK_ERR_MENTIONS(what);    \
+  } while (0)
+
 /* Rank 1 registers 4 KiB, hands the registration's blob to rank 0 (bootstrap tag `tag`) and releases
  * it; rank 0 gets a handle to it (what rank 1's receiver now refuses) and returns it, rank 1 NULL. */
 static inline mscclppRegMem_t tmp_released_reg(mscclppComm_t comm, int rank, int tag) {
