@@ -85,10 +85,35 @@ static void record_free(struct chan_ext* x) {
 }
 
 /* The slot's finalizer: releases the token pool, the imports and the record. */
+void chan_ext_depend(struct chan_ext* x, struct chan_dependent* d) {
+  pthread_mutex_lock(&x->lock);
+  d->next = x->dependents;
+  x->dependents = d;
+  pthread_mutex_unlock(&x->lock);
+}
+
+void chan_ext_undepend(struct chan_ext* x, struct chan_dependent* d) {
+  pthread_mutex_lock(&x->lock);
+  for (struct chan_dependent** at = &x->dependents; *at != NULL; at = &(*at)->next)
+    if (*at == d) {
+      *at = d->next;
+      break;
+    }
+  pthread_mutex_unlock(&x->lock);
+}
+
 static void ext_fini(struct mscclppComm* comm, void* state, int abort) {
   (void)comm;
   (void)abort;
   struct chan_ext* x = state;
+  pthread_mutex_lock(&x->lock);
+  struct chan_dependent* d = x->dependents;
+  x->dependents = NULL;
+  pthread_mutex_unlock(&x->lock);
+  for (struct chan_dependent* next; d != NULL; d = next) { /* stopped before what they use goes */
+    next = d->next;
+    d->stop(d->arg);
+  }
   tokens_fini(x);
   record_free(x);
   pthread_mutex_destroy(&x->lock);

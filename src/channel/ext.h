@@ -43,7 +43,18 @@ struct import_entry {
   mscclppRegMem_t mem;
 };
 
+/* An object of a layer above that uses a communicator's channels and must stop before they go (a
+ * proxy service's thread): stop(arg) runs when the channel state is released (communicator teardown,
+ * mscclppCommReleaseChannels), before the channels and connections are freed, on the releasing
+ * thread. It must not call into the communicator. */
+struct chan_dependent {
+  void (*stop)(void* arg);
+  void* arg;
+  struct chan_dependent* next;
+};
+
 struct chan_ext {
+  struct chan_dependent* dependents; /* under lock */
   struct mscclppComm* comm;
   pthread_mutex_t lock; /* guards the pool, the imports and the slots */
   int gpu;              /* a GPU rank: device memory and host-mapped records */
@@ -59,6 +70,9 @@ struct chan_ext {
 /* The communicator's channel state (its COMM_EXT_CHANNELS slot), made (record allocated) on first
  * use and released at communicator teardown or by mscclppCommReleaseChannels. */
 mscclppResult_t chan_ext_get(struct mscclppComm* comm, struct chan_ext** out);
+/* Adds or removes d (its stop and arg set) among x's dependents. */
+void chan_ext_depend(struct chan_ext* x, struct chan_dependent* d);
+void chan_ext_undepend(struct chan_ext* x, struct chan_dependent* d);
 /* The state if it exists, else NULL (never makes one). */
 struct chan_ext* chan_ext_find(struct mscclppComm* comm);
 

@@ -13,6 +13,7 @@ mscclppResult_t mscclppProxyServiceAddSemaphore(mscclppProxyService_t proxy, msc
   MPP_CHECK_ARG(semId != NULL, "mscclppProxyServiceAddSemaphore: semId is NULL");
   HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
   HANDLE_CHECK(HANDLE_CONNECTION, conn);
+  PROXY_CHECK_CHANNELS(proxy, __func__);
   MPP_CHECK_ARG(conn->comm == proxy->comm, "mscclppProxyServiceAddSemaphore: the connection belongs to another communicator");
   struct chan_ext* x = proxy->ext;
   pthread_mutex_lock(&proxy->add_lock);
@@ -96,6 +97,7 @@ mscclppResult_t mscclppPortChannelCreate(mscclppProxyService_t proxy, int semId,
   err_clear();
   MPP_CHECK_ARG(chan != NULL, "mscclppPortChannelCreate: chan is NULL");
   HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
+  PROXY_CHECK_CHANNELS(proxy, __func__);
   if (dst != NULL) HANDLE_CHECK(HANDLE_REGMEM, dst);
   if (src != NULL) HANDLE_CHECK(HANDLE_REGMEM, src);
   uint32_t nsems = atomic_load(&proxy->nsems);

@@ -24,6 +24,14 @@ static void service_free(struct mscclppProxyService* p) {
   free(p);
 }
 
+/* The channels (and connections) the service's thread uses are going: the thread stops first,
+ * and the service forgets them (its destroy then leaves them alone). */
+static void service_stop_at_release(void* arg) {
+  struct mscclppProxyService* p = arg;
+  (void)proxy_core_stop(&p->core);
+  p->ext = NULL;
+}
+
 mscclppResult_t mscclppProxyServiceCreate(mscclppComm_t comm, int fifoSize, mscclppProxyService_t* proxy) {
   err_clear();
   COMM_CHECK(comm);
@@ -52,6 +60,9 @@ mscclppResult_t mscclppProxyServiceCreate(mscclppComm_t comm, int fifoSize, mscc
     service_free(p);
     return res;
   }
+  p->dep.stop = service_stop_at_release;
+  p->dep.arg = p;
+  chan_ext_depend(x, &p->dep);
   p->core.handle = proxy_handle_trigger;
   p->core.arg = p;
   p->core.dev = x->dev;
@@ -65,6 +76,7 @@ mscclppResult_t mscclppProxyServiceCreate(mscclppComm_t comm, int fifoSize, mscc
 mscclppResult_t mscclppProxyServiceStart(mscclppProxyService_t proxy) {
   err_clear();
   HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
+  PROXY_CHECK_CHANNELS(proxy, __func__);
   return proxy_core_start(&proxy->core);
 }
 
@@ -96,6 +108,7 @@ mscclppResult_t mscclppProxyServiceDestroy(mscclppProxyService_t proxy) {
   MPP_CHECK(handle_check_destroy(HANDLE_PROXY_SERVICE, proxy, __func__));
   handle_remove(HANDLE_PROXY_SERVICE, proxy);
   mscclppResult_t r = proxy_core_stop(&proxy->core);
+  if (proxy->ext != NULL) chan_ext_undepend(proxy->ext, &proxy->dep);
   service_free(proxy);
   return r;
 }

@@ -11,6 +11,7 @@
 
 #include "channel/ext.h"
 #include "proxy/service.h"
+#include "util/err.h"
 
 #define PROXY_MAX_SEMS 16384u
 #define PROXY_MAX_PORTS MSCCLPP_TRIGGER_MAX_PORTS
@@ -41,7 +42,8 @@ struct proxy_port {
 
 struct mscclppProxyService {
   struct mscclppComm* comm;
-  struct chan_ext* ext;
+  struct chan_ext* ext;       /* NULL once the channels were released (the service was stopped) */
+  struct chan_dependent dep;  /* in ext's dependents while ext lives */
   struct proxy_core core;
   pthread_mutex_t add_lock; /* serializes adding semaphores and ports (never taken by the thread) */
   struct proxy_sem* sems;   /* PROXY_MAX_SEMS entries */
@@ -76,5 +78,16 @@ mscclppResult_t p2p_put(void* lane, void* dst, const void* src, uint64_t size);
 mscclppResult_t p2p_signal(void* lane, uint64_t* token, uint64_t value);
 /* Waits until the lane's work is done, at most timeout_ms. */
 mscclppResult_t p2p_flush(void* lane, int64_t timeout_ms);
+
+/* Refuses a call on a service whose channels were released (it was stopped then): only its destroy
+ * remains. */
+#define PROXY_CHECK_CHANNELS(proxy, fn)                                                                    \
+  do {                                                                                                     \
+    if ((proxy)->ext == NULL)                                                                              \
+      return MPP_ERR(mscclppInvalidUsage,                                                                  \
+                     "%s: this proxy service was stopped when its communicator's channels were released "  \
+                     "(mscclppCommReleaseChannels or the communicator's destroy); only "                     \
+                     "mscclppProxyServiceDestroy remains", (fn));                                          \
+  } while (0)
 
 #endif /* MPP_PROXY_PROXY_H_ */

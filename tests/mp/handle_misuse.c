@@ -147,6 +147,11 @@ static void windows(mscclppComm_t comm) {
 static void proxies(mscclppComm_t comm) {
   mscclppProxyService_t px;
   CHECK_OK(mscclppProxyServiceCreate(comm, 0, &px));
+  CHECK_OK(mscclppProxyServiceStart(px));
+  CHECK_OK(mscclppCommReleaseChannels(comm)); /* stops the service that uses them */
+  EXPECT(mscclppProxyServiceStart(px), USE, "channels were released");
+  CHECK_OK(mscclppProxyServiceDestroy(px));
+  CHECK_OK(mscclppProxyServiceCreate(comm, 0, &px));
   CHECK_OK(mscclppProxyServiceDestroy(px));
   EXPECT(mscclppProxyServiceStart(px), USE, "proxy service");
   EXPECT(mscclppProxyServiceCheck(px), USE, "was destroyed");
@@ -225,6 +230,9 @@ static void after_comm_destroy(int rank, mscclppTransport_t tr) {
   CHECK_OK(mscclppCommWindowRegister(comm, buf + 1024, 1024, &win));
   CHECK_OK(mscclppCommBufferRegister(comm, buf + 3072, 1024, &reg));
   CHECK_OK(mscclppProxyServiceCreate(comm, 0, &px));
+  int sem_id = -1;
+  CHECK_OK(mscclppProxyServiceAddSemaphore(px, conn, &sem_id));
+  CHECK_OK(mscclppProxyServiceStart(px)); /* still running at the destroy: stopped by it, first */
   CHECK_OK(mscclppBootstrapBarrier(comm));
   CHECK_OK(mscclppCommDestroy(comm));
   const char* gone = "destroyed with its communicator";
@@ -244,6 +252,7 @@ static void after_comm_destroy(int rank, mscclppTransport_t tr) {
   EXPECT(mscclppCommWindowDeregister(comm, win), USE, "window");
   EXPECT(mscclppCommBufferDeregister(comm, reg), USE, gone);
   EXPECT(mscclppProxyServiceStart(px), USE, "only its destroy call remains");
+  EXPECT(mscclppProxyServiceStop(px), USE, "only its destroy call remains");
   CHECK_OK(mscclppProxyServiceDestroy(px));
   EXPECT(mscclppProxyServiceDestroy(px), USE, "was destroyed");
   free(buf);
