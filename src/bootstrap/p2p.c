@@ -4,7 +4,6 @@
  * into the queue right away; recv takes the oldest queued message of its (peer, tag), waiting on a
  * condition variable until one arrives, the peer's connection ends, abort, or the deadline. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -182,10 +181,8 @@ mscclppResult_t bootstrap_send(struct bootstrap* b, int peer, int tag, const voi
     if (aborted) return MPP_ERR(mscclppAborted, "bootstrap send to %s (tag %d): aborted", who, tag);
     /* The peer gone: say which rank failed first when the bootstrap learns it within the grace
      * (the peer may only have closed after another rank's failure). */
-    char first[512];
-    snprintf(first, sizeof(first), "%s", err_last());
     if (bootstrap_explain(b, peer, 500) != mscclppSuccess) return BOOT_WRAP(mscclppRemoteError, "bootstrap send to %s", who);
-    return MPP_ERR(res, "bootstrap send of %zu bytes with tag %d to %s: %s", size, tag, who, first);
+    return BOOT_WRAP(res, "bootstrap send of %zu bytes with tag %d to %s", size, tag, who); /* explain left it */
   }
   return mscclppSuccess;
 }

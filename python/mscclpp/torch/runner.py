@@ -50,12 +50,16 @@ class RunnerMixin:
         idx = g[0]
         if inp.get_device() != idx or out.get_device() != idx or torch._C._cuda_getDevice() != idx:
             return False
+        coll(kind, g[1], inp.data_ptr(), out.data_ptr(), count, dtype, op, 0, self._current_raw(g, idx))
+        return True
+
+    def _current_raw(self, g, idx):
+        """The current stream of device idx (a raw cudaStream_t) for a call of this group, ordered
+        after the group's previous call (_follow) when that went on another stream."""
         key = torch._C._cuda_getCurrentStream(idx)
         if key != self._last_stream:
             self._follow(g, key)
-        coll(kind, g[1], inp.data_ptr(), out.data_ptr(), count, dtype, op, 0,
-             torch._C._cuda_getCurrentRawStream(idx))
-        return True
+        return torch._C._cuda_getCurrentRawStream(idx)
 
     def _follow(self, g, key):
         """Before a call on stream `key` (a torch stream key: id, device, type): unless the stream is
@@ -81,10 +85,7 @@ class RunnerMixin:
                 # The caller waits at once (or the stream is being captured): on the current stream
                 # itself the call is ordered after the tensors' producers and before their later
                 # users, as the side stream plus two events would make it, for less host time.
-                key = torch._C._cuda_getCurrentStream(idx)
-                if key != self._last_stream:
-                    self._follow(self._gpu, key)
-                body(comm, torch._C._cuda_getCurrentRawStream(idx))
+                body(comm, self._current_raw(self._gpu, idx))
                 return DONE if sync else CompletedWork(result)
             cur = current_stream(idx)
             ready.record(cur)
