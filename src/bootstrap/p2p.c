@@ -209,6 +209,7 @@ mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* dat
   uint64_t deadline = boot_deadline(b);
   mscclppResult_t res = mscclppSuccess;
   struct boot_msg* m = NULL;
+  int gone = 0;
   struct boot_waiter me = {.peer = peer, .tag = tag};
   pthread_mutex_lock(&b->mu);
   me.next = b->waiters;
@@ -227,8 +228,7 @@ mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* dat
       break;
     }
     if (b->peer_gone[peer]) {
-      res = MPP_ERR(mscclppRemoteError, "bootstrap recv with tag %d: %s closed its connection (exited or aborted?)",
-                    tag, who);
+      gone = 1;
       break;
     }
     /* A rank that left cleanly sends nothing more: what it sent before its notice has arrived
@@ -253,7 +253,14 @@ mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* dat
       break;
     }
   pthread_mutex_unlock(&b->mu);
-  return m ? take(m, data, size, who) : res;
+  if (m) return take(m, data, size, who);
+  if (!gone) return res;
+  /* The peer's connection closed: it may have gone down after another rank's failure, which the
+   * ring tells within the grace; name that first cause, else the closed connection. */
+  if (bootstrap_explain(b, peer, 500) != mscclppSuccess)
+    return BOOT_WRAP(mscclppRemoteError, "bootstrap recv with tag %d from %s", tag, who);
+  return MPP_ERR(mscclppRemoteError, "bootstrap recv with tag %d: %s closed its connection (exited or aborted?)", tag,
+                 who);
 }
 
 mscclppResult_t bootstrap_swap(struct bootstrap* b, int peer, int tag, const void* mine, void* theirs, size_t size) {
