@@ -28,8 +28,8 @@ void comm_handle_bury(struct mscclppComm* c);
 /* mscclppCommAbort: checks c is live and not being aborted by another call, then sets its aborting
  * flag (new calls are refused from here on). */
 mscclppResult_t comm_handle_abort_begin(struct mscclppComm* c, const char* fn);
-/* After the drain: unregisters c and returns 1 when no call is inside, else 0 (c stays registered
- * and aborting; another abort may try again). */
-int comm_handle_abort_end(struct mscclppComm* c);
+/* After the drain: unregisters c and returns 1 when no call is inside c and object_calls (calls
+ * inside its objects) is 0, else 0 (c stays registered and aborting; another abort may try again). */
+int comm_handle_abort_end(struct mscclppComm* c, int object_calls);
 
 #endif /* MPP_CORE_COMM_INTERNAL_H_ */

@@ -243,11 +243,11 @@ mscclppResult_t comm_handle_abort_begin(struct mscclppComm* c, const char* fn) {
   return res;
 }
 
-int comm_handle_abort_end(struct mscclppComm* c) {
+int comm_handle_abort_end(struct mscclppComm* c, int object_calls) {
   pthread_mutex_lock(&reg_lock);
   /* New calls have been refused since the aborting flag was set (fast_enter backs out, locked_enter
    * refuses), so a zero count seen here stays zero. */
-  int idle = atomic_load(&c->busy) == 0;
+  int idle = atomic_load(&c->busy) == 0 && object_calls == 0;
   if (idle) live_remove(c);
   c->abort_running = 0;
   pthread_mutex_unlock(&reg_lock);
