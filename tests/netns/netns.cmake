@@ -5,6 +5,7 @@
 set(_netns_dir ${CMAKE_CURRENT_LIST_DIR})
 mpp_test_target(netns_rank ${_netns_dir}/netns_rank.c)
 mpp_test_target(coll_check ${_netns_dir}/../mp/coll_check.c)
+mpp_test_target(coll_p2p ${_netns_dir}/../mp/coll_p2p.c)
 
 # netns_test(NAME HOSTS RANKS_PER_HOST [INJECT --kill=R|--cut=H] PROGRAM ARGS...)
 function(netns_test name hosts rph)
@@ -26,7 +27,11 @@ mpp_mp_test(netns_rank NRANKS 4 TESTNAME netns_hostid_n4 ARGS hostid 2 SOURCES $
 # Every collective across hosts over tcp (shm inside a host), checked element by element.
 netns_test(netns_coll_2x2 2 2 $<TARGET_FILE:coll_check> -d int32,float,bfloat16 -o sum,premulsum,max -n 1,1000)
 netns_test(netns_coll_4x1 4 1 $<TARGET_FILE:coll_check> -d int8,double,half -o sum,min -n 7,999)
-set_tests_properties(netns_coll_2x2 netns_coll_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_ALGO_CPU_SCRATCH=4096")
+netns_test(netns_coll_4x2 4 2 $<TARGET_FILE:coll_check> -d float -o sum -n 13)
+# Send/recv in groups in every order between every pair, across hosts and inside them.
+netns_test(netns_p2p_2x2 2 2 $<TARGET_FILE:coll_p2p> 2)
+set_tests_properties(netns_coll_2x2 netns_coll_4x1 netns_coll_4x2 netns_p2p_2x2 PROPERTIES ENVIRONMENT
+                     "MSCCLPP_ALGO_CPU_SCRATCH=4096")
 
 # A peer killed, or its host's link cut: every survivor fails within 2 s naming it. A cut link is
 # silence, seen by the bootstrap's stall check: 1 s here (default 2 s) leaves 1 s of slack.
