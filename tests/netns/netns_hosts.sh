@@ -36,7 +36,7 @@ shift
 [ $# -ge 1 ] || usage
 
 skip() { echo "netns_hosts: SKIP: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root to make network namespaces"
+[ "$EUID" = 0 ] || skip "needs root to make network namespaces"
 command -v ip > /dev/null || skip "no 'ip' command (iproute2)"
 
 TAG="mpp$$r$RANDOM"
@@ -62,6 +62,7 @@ mkns() {
 }
 
 mkns "$SWITCH" || skip "cannot make a network namespace: $(cat "$NETNS_DIR/err")"
+ip netns exec "$SWITCH" true 2> "$NETNS_DIR/err" || skip "cannot run a process in a namespace: $(cat "$NETNS_DIR/err")"
 ip -n "$SWITCH" link add br0 type bridge && ip -n "$SWITCH" link set br0 up || skip "cannot make a bridge"
 for ((h = 0; h < HOSTS; h++)); do
   ns="${TAG}h$h"
