@@ -15,6 +15,9 @@
 # switch's end of HOST's link down; the time that returned (CLOCK_BOOTTIME seconds, /proc/uptime)
 # goes to $NETNS_DIR/event. With --kill the victim's host may exit 137 (the killed rank).
 #
+# GPU ranks: NETNS_GPUS_PER_HOST=G gives host h CUDA_VISIBLE_DEVICES=h*G..h*G+G-1 (each host's
+# mscclpp-run numbers its local ranks from 0, and a GPU rank takes GPU local_rank % visible GPUs).
+#
 # Exit status: 0 when every host's launcher succeeded; 77 (skipped, with a line saying why) when
 # namespaces cannot be made here (not root, no `ip`, no namespace support); else the worst status.
 set -u
@@ -77,7 +80,11 @@ done
 LIMIT_S=${NETNS_LIMIT_S:-40} # each host's launcher is killed after this; below ctest's TIMEOUT, so the trap runs
 SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 for ((h = 0; h < HOSTS; h++)); do
-  timeout -k 2 "$LIMIT_S" ip netns exec "${TAG}h$h" env MSCCLPP_BOOTSTRAP_SECRET="$SECRET" "$RUN" -n "$RPH" --nnodes "$HOSTS" \
+  gpus=() # NETNS_GPUS_PER_HOST=G: host h sees GPUs h*G .. h*G+G-1 (one machine's GPUs split among its "hosts")
+  if [ -n "${NETNS_GPUS_PER_HOST:-}" ]; then
+    gpus=("CUDA_VISIBLE_DEVICES=$(seq -s, $((h * NETNS_GPUS_PER_HOST)) $((h * NETNS_GPUS_PER_HOST + NETNS_GPUS_PER_HOST - 1)))")
+  fi
+  timeout -k 2 "$LIMIT_S" ip netns exec "${TAG}h$h" env "${gpus[@]}" MSCCLPP_BOOTSTRAP_SECRET="$SECRET" "$RUN" -n "$RPH" --nnodes "$HOSTS" \
     --node-rank "$h" --host 10.200.0.1 --port 29500 --grace 5 -- "$@" &
   PIDS+=($!)
 done
