@@ -6,7 +6,8 @@
 
 #include "core/comm.h"
 
-/* Identity of this host: a hash of host name and boot id, or of MSCCLPP_HOST_ID when set. */
+/* Identity of this host: a hash of host name and boot id (or MSCCLPP_HOSTID when set) and of the
+ * network namespace; logged at INFO. */
 uint64_t comm_host_hash(void);
 /* Fills this rank's entry (kind, device, pid, host, a random id candidate, bus id). */
 mscclppResult_t comm_fill_peer_info(const struct mscclppComm* comm, struct peer_info* info);
