@@ -82,12 +82,13 @@ struct boot_notice boot_stuck_notice(const struct bootstrap* b, int dir) {
 
 void boot_idle_liveness(struct bootstrap* b) {
   pthread_mutex_lock(&b->mu);
-  int on = b->ring_ready && !b->ring_busy && !b->ring_broken && !b->aborted;
+  int on = !b->ring_busy && !b->ring_broken && !b->aborted; /* also during init, once a ring socket exists */
   if (on) {
     uint64_t now = time_now_ns();
     if (!b->prev_gone) boot_beat(b, BOOT_DIR_PREV, 1, now);
     if (!b->next_gone) boot_beat(b, BOOT_DIR_NEXT, 1, now);
-    int watched[2] = {!b->prev_has_data && !b->prev_gone, !b->next_gone};
+    int watched[2] = {b->ring_prev_fd >= 0 && !b->prev_has_data && !b->prev_gone,
+                      b->ring_next_fd >= 0 && !b->next_gone};
     int d = boot_quiet_tick(b, watched, now);
     if (d >= 0) {
       struct boot_notice n = boot_stuck_notice(b, d);
