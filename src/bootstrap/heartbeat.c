@@ -3,11 +3,10 @@
  *
  * Every rank sends a heartbeat (a BEAT notice, liveness.c's 16-byte frame) to both ring
  * neighbours every MSCCLPP_BOOTSTRAP_HEARTBEAT_MS, from the moment each ring socket exists (in
- * init too). The ring's owner sends them: the progress
- * thread while the ring is idle, the ring code during an allgather or barrier (so a rank waiting
- * in a long barrier keeps beating). Towards rank-1 only notices ever travel, so a heartbeat may go
- * at any time; towards rank+1 only between the operation's frames. Every reader of a ring socket
- * skips heartbeats. A heartbeat the socket took only in part is finished before anything else goes
+ * init too). The ring's owner sends them: the progress thread while the ring is idle, the ring
+ * code during an allgather or barrier (so a rank waiting in a long barrier keeps beating). Towards
+ * rank-1 only notices ever travel, so a heartbeat may go at any time; towards rank+1 only between
+ * the operation's frames. Every reader of a ring socket skips heartbeats. A heartbeat the socket took only in part is finished before anything else goes
  * that way, so the frames are never cut.
  *
  * Any bytes from a neighbour prove it alive. A neighbour silent for MSCCLPP_BOOTSTRAP_STALL_MS,

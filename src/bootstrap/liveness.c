@@ -2,8 +2,7 @@
  *
  * The ring sockets stay open for the life of the bootstrap. From the moment each exists (during
  * init too), while no allgather or barrier runs the progress thread watches it; during one, the
- * ring code does. A
- * rank that ends its bootstrap sends a notice (a 16-byte frame with tag NOTICE_TAG, see below) to
+ * ring code does. A rank that ends its bootstrap sends a notice (a 16-byte frame with tag NOTICE_TAG, see below) to
  * both ring neighbours before closing: LEFT (destroyed cleanly), or FAILED (aborted, or failed
  * itself, with a cause such as EMFILE). A ring connection that ends without a notice means the
  * rank at its other end died (killed, crashed, exited without destroying). Whoever learns of a
