@@ -95,7 +95,7 @@ static void victim_prepare(void) {
   CHECK(waitpid(pid, &st, 0) == pid);
   CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "victim child ended with status 0x%x", st);
   double t = read_stop_time(NULL);
-  while (mp_now() < t + BOUND_S + 1) usleep(100000);
+  while (mp_now() < t + KILL_BOUND_S + 1) usleep(100000); /* every survivor has read it by then */
   char path[128];
   stop_path(path, sizeof(path));
   unlink(path);
