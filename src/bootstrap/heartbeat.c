@@ -2,11 +2,11 @@
  * bootstrap threads no longer run).
  *
  * Every rank sends a heartbeat (a BEAT notice, liveness.c's 16-byte frame) to both ring
- * neighbours every MSCCLPP_BOOTSTRAP_HEARTBEAT_MS. The ring's owner sends them: the progress
- * thread while the ring is idle, the ring code during an allgather or barrier (so a rank waiting
- * in a long barrier keeps beating). Towards rank-1 only notices ever travel, so a heartbeat may go
- * at any time; towards rank+1 only between the operation's frames. Every reader of a ring socket
- * skips heartbeats. A heartbeat the socket took only in part is finished before anything else goes
+ * neighbours every MSCCLPP_BOOTSTRAP_HEARTBEAT_MS, from the moment each ring socket exists (in
+ * init too). The ring's owner sends them: the progress thread while the ring is idle, the ring
+ * code during an allgather or barrier (so a rank waiting in a long barrier keeps beating). Towards
+ * rank-1 only notices ever travel, so a heartbeat may go at any time; towards rank+1 only between
+ * the operation's frames. Every reader of a ring socket skips heartbeats. A heartbeat the socket took only in part is finished before anything else goes
  * that way, so the frames are never cut.
  *
  * Any bytes from a neighbour prove it alive. A neighbour silent for MSCCLPP_BOOTSTRAP_STALL_MS,
@@ -82,12 +82,13 @@ struct boot_notice boot_stuck_notice(const struct bootstrap* b, int dir) {
 
 void boot_idle_liveness(struct bootstrap* b) {
   pthread_mutex_lock(&b->mu);
-  int on = b->ring_ready && !b->ring_busy && !b->ring_broken && !b->aborted;
+  int on = !b->ring_busy && !b->ring_broken && !b->aborted; /* also during init, once a ring socket exists */
   if (on) {
     uint64_t now = time_now_ns();
     if (!b->prev_gone) boot_beat(b, BOOT_DIR_PREV, 1, now);
     if (!b->next_gone) boot_beat(b, BOOT_DIR_NEXT, 1, now);
-    int watched[2] = {!b->prev_has_data && !b->prev_gone, !b->next_gone};
+    int watched[2] = {b->ring_prev_fd >= 0 && !b->prev_has_data && !b->prev_gone,
+                      b->ring_next_fd >= 0 && !b->next_gone};
     int d = boot_quiet_tick(b, watched, now);
     if (d >= 0) {
       struct boot_notice n = boot_stuck_notice(b, d);

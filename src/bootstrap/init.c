@@ -3,9 +3,10 @@
  * Init of rank r: listen (on loopback when the root is on loopback, else on sock_local_addr(), so
  * MSCCLPP_SOCKET_IFNAME applies), start the progress thread, run a handshake with the root (our
  * hello with our listen address; the root proves it holds the job's key, we prove the same),
- * receive every rank's address, connect to rank r+1's listener (a RING handshake) while the
- * progress thread accepts rank r-1's, and finish with a barrier around the ring.
- * One deadline (the timeout) bounds the whole init. */
+ * receive every rank's address, form the ring (ring_setup.c: connect to rank r+1's listener with a
+ * RING handshake while the progress thread accepts rank r-1's) and finish with a barrier around the
+ * ring. One deadline (the timeout) bounds the whole init; a dead or stuck rank fails it sooner
+ * (ring_setup.c says how, and what only the timeout catches). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -126,7 +127,7 @@ static mscclppResult_t join_root(struct bootstrap* b, uint64_t deadline) {
   uint8_t* buf = malloc(len);
   res = buf ? boot_send_hello(b, fd, WIRE_KIND_ROOT, deadline, what)
             : MPP_ERR(mscclppSystemError, "bootstrap: no memory for a %zu-byte table", len);
-  if (res == mscclppSuccess) res = boot_recv_all(fd, buf, len, deadline, what);
+  if (res == mscclppSuccess) res = boot_recv_all_w(b, fd, buf, len, deadline, what);
   if (res == mscclppSuccess) res = wire_decode_table(buf, len, b->nranks, b->addrs);
   free(buf);
   sock_close(&fd);
@@ -143,24 +144,6 @@ static mscclppResult_t join_root(struct bootstrap* b, uint64_t deadline) {
   if (memcmp(mine, listed, sizeof(mine)) != 0)
     return MPP_ERR(mscclppRemoteError, "bootstrap init of rank %d: the root lists another address for this rank", b->rank);
   return mscclppSuccess;
-}
-
-/* Connects to rank+1 and waits for rank-1's connection. */
-static mscclppResult_t ring_setup(struct bootstrap* b, uint64_t deadline) {
-  if (b->nranks == 1) return mscclppSuccess;
-  int next = (b->rank + 1) % b->nranks, fd = -1;
-  char who[128];
-  boot_peer_str(b, next, who, sizeof(who));
-  mscclppResult_t res = boot_connect_peer(&b->addrs[next], deadline, &fd);
-  if (res == mscclppSuccess) res = boot_send_hello(b, fd, WIRE_KIND_RING, deadline, who);
-  if (res != mscclppSuccess) {
-    sock_close(&fd);
-    return BOOT_WRAP(res, "bootstrap init of rank %d: ring connection to %s", b->rank, who);
-  }
-  pthread_mutex_lock(&b->mu);
-  b->ring_next_fd = fd;
-  pthread_mutex_unlock(&b->mu);
-  return boot_wait_ring_prev(b, deadline);
 }
 
 mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, int timeout_ms, struct bootstrap** out) {
@@ -188,15 +171,17 @@ mscclppResult_t bootstrap_init(const mscclppUniqueId* id, int rank, int nranks, 
   }
   if (res == mscclppSuccess) res = boot_progress_start(b);
   if (res == mscclppSuccess) res = join_root(b, deadline);
-  if (res == mscclppSuccess) res = ring_setup(b, deadline);
+  int joined = res == mscclppSuccess;
+  if (res == mscclppSuccess) res = boot_ring_setup(b, deadline);
   if (res == mscclppSuccess) res = boot_ring_check(b);
   if (res != mscclppSuccess) {
+    if (joined) boot_ring_linger(b); /* so that rank-1 learns why too, rather than blaming this rank */
     bootstrap_abort(b);
     bootstrap_destroy(b);
     return res;
   }
   pthread_mutex_lock(&b->mu);
-  b->ring_ready = 1; /* from now on the progress thread watches the idle ring (liveness.c) */
+  b->ring_ready = 1; /* a clean destroy now tells the neighbours LEFT */
   pthread_mutex_unlock(&b->mu);
   boot_progress_wake(b);
   LOG_INFO_(LOG_SUB_BOOTSTRAP, "bootstrap: rank %d of %d ready", rank, nranks);

@@ -16,6 +16,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/wire.h"
+#include "util/auth.h"
 #include "util/log.h"
 #include "util/socket.h"
 
@@ -68,7 +69,7 @@ struct bootstrap {
   pthread_mutex_t mu;
   pthread_cond_t cv; /* CLOCK_MONOTONIC; signalled on new messages, state changes */
   int aborted, stopping, ring_broken;
-  int ring_ready;    /* init is done: the progress thread may watch the idle ring */
+  int ring_ready;    /* init is done: destroy tells the neighbours LEFT */
   int ring_busy;     /* an allgather or barrier is using the ring sockets */
   int prev_has_data; /* rank-1's next operation has begun arriving: left for the ring code */
   struct boot_notice fault; /* the first death or failure learnt of (type 0: none) */
@@ -115,11 +116,21 @@ mscclppResult_t boot_connect_peer(const union sock_addr* addr, uint64_t deadline
  * name `what` (e.g. "rank 3 at 10.0.0.2:4000"). */
 mscclppResult_t boot_send_all(int fd, const void* buf, size_t len, uint64_t deadline_ns, const char* what);
 mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_ns, const char* what);
-/* The connecting side of a handshake (util/auth.h) of the given kind: sends our hello (fresh
- * nonce, no secret), checks that the peer's challenge proves the job's key, sends our proof. */
+/* The same, watched by `watch` (NULL: not): they also give up, with watch's fault as the error,
+ * within 100 ms of watch learning of a fault (a dead or stuck rank) or being aborted. */
+mscclppResult_t boot_send_all_w(struct bootstrap* watch, int fd, const void* buf, size_t len, uint64_t deadline_ns,
+                                const char* what);
+mscclppResult_t boot_recv_all_w(struct bootstrap* watch, int fd, void* buf, size_t len, uint64_t deadline_ns,
+                                const char* what);
+/* The connecting side of a handshake (util/auth.h) of the given kind, watched by b: sends our
+ * hello (fresh nonce, no secret), checks that the peer's challenge proves the job's key, sends our
+ * proof. boot_send_hello does it all; start (sends the hello, kept in `hello`) and finish (given
+ * the challenge) let the caller wait for the challenge its own way. */
 mscclppResult_t boot_send_hello(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what);
-/* 1 when fd has hung up or reports an error or unexpected data, without waiting. */
-int boot_fd_dead(int fd);
+mscclppResult_t boot_hello_start(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what,
+                                 uint8_t hello[WIRE_HELLO_BYTES]);
+mscclppResult_t boot_hello_finish(struct bootstrap* b, int fd, const uint8_t hello[WIRE_HELLO_BYTES],
+                                  const uint8_t chal[AUTH_CHALLENGE_BYTES], uint64_t deadline_ns, const char* what);
 /* Records "context: <the error already recorded>" as the last error and returns res. */
 mscclppResult_t boot_wrap(mscclppResult_t res, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -175,6 +186,9 @@ void boot_watch_ready(struct bootstrap* b, const short revents[2]);
 /* Looks at the idle ring once, without waiting (abort: a neighbour's death already visible there
  * is what this rank passes on, rather than its own abort). */
 void boot_ring_look_now(struct bootstrap* b);
+/* A ring connection from rank-1 arrived after the ring broke (init failed meanwhile): tells it
+ * why (b->fault, else this rank's own failure) and shuts it down. mu held. */
+void boot_ring_tell_late(struct bootstrap* b, int fd);
 /* Waits up to grace_ms for a notice on fd (without mu); 1 and *out when one came. Heartbeats are
  * skipped. */
 int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_notice* out);
@@ -206,11 +220,20 @@ struct boot_notice boot_stuck_notice(const struct bootstrap* b, int dir);
 mscclppResult_t boot_check_state(struct bootstrap* b, const char* op);
 /* Appends a received message to the queue and wakes waiting recvs (takes mu). */
 void boot_enqueue(struct bootstrap* b, struct boot_msg* m);
-/* Waits until the progress thread has handed over the ring connection from rank-1, watching the
- * connection to rank+1 for a hang-up meanwhile. */
-mscclppResult_t boot_wait_ring_prev(struct bootstrap* b, uint64_t deadline_ns);
+/* Waits on b->cv (mu held) until deadline_ns. Returns ETIMEDOUT once it has passed. */
+int boot_cv_wait_until(struct bootstrap* b, uint64_t deadline_ns);
 /* Frees every queued message (destroy). */
 void boot_queue_free(struct bootstrap* b);
+
+/* ---- ring_setup.c: forming the ring during init ---- */
+
+/* Connects to rank+1 (a RING handshake whose challenge must come within the stall limit) and
+ * waits for rank-1's connection; a dead or stuck neighbour becomes b's fault, told around. */
+mscclppResult_t boot_ring_setup(struct bootstrap* b, uint64_t deadline_ns);
+/* Init failed after the address table came: breaks the ring telling why, then waits (at most the
+ * stall limit) for rank-1's ring connection, so that it learns why too instead of finding this
+ * rank's listener gone (which would name this rank). */
+void boot_ring_linger(struct bootstrap* b);
 
 /* ---- ring.c ---- */
 

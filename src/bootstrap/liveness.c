@@ -1,8 +1,8 @@
 /* liveness.c - which rank died, failed or left, told around the ring.
  *
- * Once init is done the ring sockets stay open for the life of the bootstrap. While no allgather
- * or barrier runs, the progress thread watches both of them; during one, the ring code does. A
- * rank that ends its bootstrap sends a notice (a 16-byte frame with tag NOTICE_TAG, see below) to
+ * The ring sockets stay open for the life of the bootstrap. From the moment each exists (during
+ * init too), while no allgather or barrier runs the progress thread watches it; during one, the
+ * ring code does. A rank that ends its bootstrap sends a notice (a 16-byte frame with tag NOTICE_TAG, see below) to
  * both ring neighbours before closing: LEFT (destroyed cleanly), or FAILED (aborted, or failed
  * itself, with a cause such as EMFILE). A ring connection that ends without a notice means the
  * rank at its other end died (killed, crashed, exited without destroying). Whoever learns of a
@@ -90,8 +90,8 @@ const char* boot_fault_text(const struct bootstrap* b, const struct boot_notice*
   else if (n->type == BOOT_NOTICE_LEFT)
     snprintf(buf, len, "rank %d left (destroyed its communicator)", n->rank);
   else if (n->type == BOOT_NOTICE_STUCK)
-    snprintf(buf, len, "rank %d%s stopped responding (no heartbeat for %d ms: its process is stopped or hung)", n->rank,
-             self, n->cause * 100);
+    snprintf(buf, len, "rank %d%s stopped responding (silent for %d ms: no heartbeat or handshake answer; its process is "
+             "stopped or hung)", n->rank, self, n->cause * 100);
   else if ((n->cause == EMFILE || n->cause == ENFILE) && n->rank == b->rank)
     snprintf(buf, len, "rank %d%s failed: out of file descriptors%s", n->rank, self, sock_fd_hint(n->cause));
   else if (n->cause == EMFILE) /* not sock_fd_hint: its "(now N)" would be this rank's limit */
@@ -109,6 +109,14 @@ mscclppResult_t boot_fault_error(struct bootstrap* b, const char* op) {
   char why[256];
   return MPP_ERR(b->fault.rank == b->rank ? mscclppSystemError : mscclppRemoteError, "bootstrap %s on rank %d: %s", op,
                  b->rank, boot_fault_text(b, &b->fault, why, sizeof(why)));
+}
+
+void boot_ring_tell_late(struct bootstrap* b, int fd) {
+  struct boot_notice self = {.type = BOOT_NOTICE_FAILED, .rank = b->rank, .cause = b->own_cause};
+  uint8_t buf[WIRE_FRAME_BYTES];
+  boot_notice_encode(b->fault.type ? &b->fault : &self, buf);
+  (void)!send(fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL); /* a fresh socket takes 16 bytes */
+  shutdown(fd, SHUT_RDWR);
 }
 
 /* The progress thread's look at one idle ring socket that poll found readable (mu held).
@@ -138,7 +146,7 @@ static void watch_one(struct bootstrap* b, int from_prev) {
 }
 
 void boot_ring_look_now(struct bootstrap* b) {
-  int on = b->ring_ready && !b->ring_busy && !b->ring_broken;
+  int on = !b->ring_busy && !b->ring_broken;
   struct pollfd p[2] = {{.fd = on && !b->prev_has_data && !b->prev_gone ? b->ring_prev_fd : -1, .events = POLLIN},
                         {.fd = on && !b->next_gone ? b->ring_next_fd : -1, .events = POLLIN}};
   if (!on || poll(p, 2, 0) <= 0) return;
@@ -148,7 +156,7 @@ void boot_ring_look_now(struct bootstrap* b) {
 
 int boot_watch_fds(struct bootstrap* b, int fds[2]) {
   pthread_mutex_lock(&b->mu);
-  int on = b->ring_ready && !b->ring_busy && !b->ring_broken && !b->aborted;
+  int on = !b->ring_busy && !b->ring_broken && !b->aborted;
   fds[0] = on && !b->prev_has_data && !b->prev_gone ? b->ring_prev_fd : -1;
   fds[1] = on && !b->next_gone ? b->ring_next_fd : -1;
   pthread_mutex_unlock(&b->mu);
@@ -157,9 +165,9 @@ int boot_watch_fds(struct bootstrap* b, int fds[2]) {
 
 void boot_watch_ready(struct bootstrap* b, const short revents[2]) {
   pthread_mutex_lock(&b->mu);
-  int on = b->ring_ready && !b->ring_busy && !b->ring_broken && !b->aborted;
+  int on = !b->ring_busy && !b->ring_broken && !b->aborted;
   if (on && revents[0] && !b->prev_has_data && !b->prev_gone) watch_one(b, 1);
-  on = b->ring_ready && !b->ring_busy && !b->ring_broken && !b->aborted;
+  on = !b->ring_busy && !b->ring_broken && !b->aborted;
   if (on && revents[1] && !b->next_gone) watch_one(b, 0);
   pthread_mutex_unlock(&b->mu);
 }

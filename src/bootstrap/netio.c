@@ -1,5 +1,6 @@
 /* netio.c - the bootstrap's bounded socket primitives: connect to a peer, send/receive all bytes
- * by poll, run the connecting side of a handshake, check an fd for a hang-up, and wrap errors with context. */
+ * by poll (optionally giving up once a bootstrap learns of a fault), run the connecting side of a
+ * handshake, and wrap errors with context. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,17 +35,39 @@ const char* boot_peer_str(const struct bootstrap* b, int peer, char* buf, size_t
   return buf;
 }
 
-/* Waits for events on fd until the deadline. Returns 1 when ready, 0 at the deadline, -1 with
- * errno set on a poll failure other than EINTR. */
-static int wait_fd(int fd, short events, uint64_t deadline_ns) {
+#define WATCH_MS 100 /* how often a wait watched by a bootstrap looks at what it has learnt */
+
+/* 1 when b (may be NULL) learnt of a fault or was aborted: waits watched by it give up. */
+static int given_up(struct bootstrap* b) {
+  if (!b) return 0;
+  pthread_mutex_lock(&b->mu);
+  int out = b->fault.type != 0 || b->aborted;
+  pthread_mutex_unlock(&b->mu);
+  return out;
+}
+
+/* Waits for events on fd until the deadline, or until watch (may be NULL) learns of a fault.
+ * Returns 1 when ready, 0 at the deadline, -2 on watch's fault, -1 with errno set on a poll
+ * failure other than EINTR. */
+static int wait_fd(struct bootstrap* watch, int fd, short events, uint64_t deadline_ns) {
   for (;;) {
+    if (given_up(watch)) return -2;
     int64_t left = time_left_ms(deadline_ns);
     if (left <= 0) return 0;
+    if (watch && left > WATCH_MS) left = WATCH_MS;
     struct pollfd p = {.fd = fd, .events = events};
     int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
     if (n > 0) return 1;
     if (n < 0 && errno != EINTR) return -1;
   }
+}
+
+/* The error of a wait that gave up on watch's fault. */
+static mscclppResult_t given_up_err(struct bootstrap* watch, const char* what) {
+  pthread_mutex_lock(&watch->mu);
+  mscclppResult_t res = boot_check_state(watch, "I/O");
+  pthread_mutex_unlock(&watch->mu);
+  return BOOT_WRAP(res, "gave up on %s", what);
 }
 
 mscclppResult_t boot_connect_peer(const union sock_addr* addr, uint64_t deadline_ns, int* out) {
@@ -60,7 +83,7 @@ mscclppResult_t boot_connect_peer(const union sock_addr* addr, uint64_t deadline
   if (connect(fd, &addr->sa, alen) < 0) {
     err = errno;
     if (err == EINPROGRESS || err == EINTR) {
-      int w = wait_fd(fd, POLLOUT, deadline_ns);
+      int w = wait_fd(NULL, fd, POLLOUT, deadline_ns);
       socklen_t elen = sizeof(err);
       if (w == 0) {
         close(fd);
@@ -80,6 +103,15 @@ mscclppResult_t boot_connect_peer(const union sock_addr* addr, uint64_t deadline
 }
 
 mscclppResult_t boot_send_all(int fd, const void* buf, size_t len, uint64_t deadline_ns, const char* what) {
+  return boot_send_all_w(NULL, fd, buf, len, deadline_ns, what);
+}
+
+mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_ns, const char* what) {
+  return boot_recv_all_w(NULL, fd, buf, len, deadline_ns, what);
+}
+
+mscclppResult_t boot_send_all_w(struct bootstrap* watch, int fd, const void* buf, size_t len, uint64_t deadline_ns,
+                                const char* what) {
   const uint8_t* p = buf;
   size_t done = 0;
   while (done < len) {
@@ -91,7 +123,8 @@ mscclppResult_t boot_send_all(int fd, const void* buf, size_t len, uint64_t dead
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
       return MPP_ERRNO(mscclppRemoteError, errno, "sending %zu bytes to %s", len, what);
-    int w = wait_fd(fd, POLLOUT, deadline_ns);
+    int w = wait_fd(watch, fd, POLLOUT, deadline_ns);
+    if (w == -2) return given_up_err(watch, what);
     if (w == 0)
       return MPP_ERR(mscclppTimeout, "sending to %s: %zu of %zu bytes sent within the bootstrap timeout", what, done,
                      len);
@@ -100,7 +133,8 @@ mscclppResult_t boot_send_all(int fd, const void* buf, size_t len, uint64_t dead
   return mscclppSuccess;
 }
 
-mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_ns, const char* what) {
+mscclppResult_t boot_recv_all_w(struct bootstrap* watch, int fd, void* buf, size_t len, uint64_t deadline_ns,
+                                const char* what) {
   uint8_t* p = buf;
   size_t done = 0;
   while (done < len) {
@@ -115,7 +149,8 @@ mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_n
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       return MPP_ERRNO(mscclppRemoteError, errno, "receiving %zu bytes from %s", len, what);
-    int w = wait_fd(fd, POLLIN, deadline_ns);
+    int w = wait_fd(watch, fd, POLLIN, deadline_ns);
+    if (w == -2) return given_up_err(watch, what);
     if (w == 0)
       return MPP_ERR(mscclppTimeout, "receiving from %s: %zu of %zu bytes arrived within the bootstrap timeout", what,
                      done, len);
@@ -124,25 +159,29 @@ mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_n
   return mscclppSuccess;
 }
 
-mscclppResult_t boot_send_hello(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what) {
+mscclppResult_t boot_hello_start(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what,
+                                 uint8_t hello[WIRE_HELLO_BYTES]) {
   struct wire_hello h = {.kind = kind, .rank = b->rank, .nranks = b->nranks, .timeout_ms = (uint32_t)b->timeout_ms};
   MPP_CHECK(auth_random(h.nonce, WIRE_NONCE_BYTES));
   h.addr = b->my_addr;
-  uint8_t hello[WIRE_HELLO_BYTES], chal[AUTH_CHALLENGE_BYTES], proof[AUTH_PROOF_BYTES];
   wire_encode_hello(&h, hello);
-  MPP_CHECK(boot_send_all(fd, hello, sizeof(hello), deadline_ns, what));
-  mscclppResult_t res = boot_recv_all(fd, chal, sizeof(chal), deadline_ns, what);
-  if (res == mscclppRemoteError)
+  return boot_send_all_w(b, fd, hello, WIRE_HELLO_BYTES, deadline_ns, what);
+}
+
+mscclppResult_t boot_hello_finish(struct bootstrap* b, int fd, const uint8_t hello[WIRE_HELLO_BYTES],
+                                  const uint8_t chal[AUTH_CHALLENGE_BYTES], uint64_t deadline_ns, const char* what) {
+  uint8_t proof[AUTH_PROOF_BYTES];
+  MPP_CHECK(auth_answer_challenge(b->key, hello, WIRE_HELLO_BYTES, chal, what, proof));
+  return boot_send_all_w(b, fd, proof, sizeof(proof), deadline_ns, what);
+}
+
+mscclppResult_t boot_send_hello(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what) {
+  uint8_t hello[WIRE_HELLO_BYTES], chal[AUTH_CHALLENGE_BYTES];
+  MPP_CHECK(boot_hello_start(b, fd, kind, deadline_ns, what, hello));
+  mscclppResult_t res = boot_recv_all_w(b, fd, chal, sizeof(chal), deadline_ns, what);
+  if (res == mscclppRemoteError && !given_up(b))
     return BOOT_WRAP(res, "handshake: %s refused our hello (a rank of another job, another library version, or a "
                      "process that is not this job's)", what);
   if (res != mscclppSuccess) return BOOT_WRAP(res, "handshake: waiting for the challenge of %s", what);
-  MPP_CHECK(auth_answer_challenge(b->key, hello, sizeof(hello), chal, what, proof));
-  return boot_send_all(fd, proof, sizeof(proof), deadline_ns, what);
-}
-
-int boot_fd_dead(int fd) {
-  if (fd < 0) return 1;
-  struct pollfd p = {.fd = fd, .events = POLLIN};
-  if (poll(&p, 1, 0) <= 0) return 0;
-  return 1; /* nothing is ever sent our way on a ring's outgoing side: readable means EOF/error */
+  return boot_hello_finish(b, fd, hello, chal, deadline_ns, what);
 }

@@ -16,8 +16,7 @@
 #define SMALL_FRAME 4096 /* payloads up to this go out in one send with their header */
 #define LEFT_GRACE_MS 1000
 
-/* Waits on b->cv (mu held) until deadline_ns. Returns ETIMEDOUT once it has passed. */
-static int cv_wait_until(struct bootstrap* b, uint64_t deadline_ns) {
+int boot_cv_wait_until(struct bootstrap* b, uint64_t deadline_ns) {
   if (time_now_ns() >= deadline_ns) return ETIMEDOUT;
   struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000ull),
                         .tv_nsec = (long)(deadline_ns % 1000000000ull)};
@@ -73,27 +72,6 @@ static struct boot_msg* dequeue(struct bootstrap* b, int peer, int tag) {
   return NULL;
 }
 
-mscclppResult_t boot_wait_ring_prev(struct bootstrap* b, uint64_t deadline_ns) {
-  int prev = (b->rank + b->nranks - 1) % b->nranks, next = (b->rank + 1) % b->nranks;
-  char who[128];
-  mscclppResult_t res = mscclppSuccess;
-  pthread_mutex_lock(&b->mu);
-  while (b->ring_prev_fd < 0 && res == mscclppSuccess) {
-    res = boot_check_state(b, "init");
-    if (res != mscclppSuccess) break;
-    uint64_t slice = time_deadline_ms(50);
-    if (cv_wait_until(b, slice < deadline_ns ? slice : deadline_ns) == ETIMEDOUT && time_now_ns() >= deadline_ns) {
-      res = MPP_ERR(mscclppTimeout, "bootstrap init: rank %d waited in vain for %s to connect its ring", b->rank,
-                    boot_peer_str(b, prev, who, sizeof(who)));
-    } else if (b->ring_prev_fd < 0 && boot_fd_dead(b->ring_next_fd)) {
-      res = MPP_ERR(mscclppRemoteError, "bootstrap init: %s hung up during ring setup (exited or aborted?)",
-                    boot_peer_str(b, next, who, sizeof(who)));
-    }
-  }
-  pthread_mutex_unlock(&b->mu);
-  return res;
-}
-
 /* Returns the connection to peer (send lock held), opening it on first use. */
 static mscclppResult_t send_conn(struct bootstrap* b, int peer, uint64_t deadline_ns, int* fd) {
   char who[128];
@@ -115,18 +93,19 @@ static mscclppResult_t send_conn(struct bootstrap* b, int peer, uint64_t deadlin
   return res;
 }
 
-/* Writes one frame: header and payload (in one send when small). */
-static mscclppResult_t send_frame(int fd, int tag, const void* data, size_t size, uint64_t deadline_ns,
-                                  const char* who) {
+/* Writes one frame: header and payload (in one send when small); gives up when b learns of a
+ * fault (a stuck receiver would otherwise hold a large send until the timeout). */
+static mscclppResult_t send_frame(struct bootstrap* b, int fd, int tag, const void* data, size_t size,
+                                  uint64_t deadline_ns, const char* who) {
   uint8_t buf[WIRE_FRAME_BYTES + SMALL_FRAME];
   struct wire_frame f = {.tag = tag, .length = size};
   wire_encode_frame(&f, buf);
   if (size <= SMALL_FRAME) {
     if (size) memcpy(buf + WIRE_FRAME_BYTES, data, size);
-    return boot_send_all(fd, buf, WIRE_FRAME_BYTES + size, deadline_ns, who);
+    return boot_send_all_w(b, fd, buf, WIRE_FRAME_BYTES + size, deadline_ns, who);
   }
-  MPP_CHECK(boot_send_all(fd, buf, WIRE_FRAME_BYTES, deadline_ns, who));
-  return boot_send_all(fd, data, size, deadline_ns, who);
+  MPP_CHECK(boot_send_all_w(b, fd, buf, WIRE_FRAME_BYTES, deadline_ns, who));
+  return boot_send_all_w(b, fd, data, size, deadline_ns, who);
 }
 
 static mscclppResult_t send_self(struct bootstrap* b, int tag, const void* data, size_t size) {
@@ -164,7 +143,7 @@ mscclppResult_t bootstrap_send(struct bootstrap* b, int peer, int tag, const voi
   int fd = -1;
   res = send_conn(b, peer, deadline, &fd);
   if (res == mscclppSuccess) {
-    res = send_frame(fd, tag, data, size, deadline, who);
+    res = send_frame(b, fd, tag, data, size, deadline, who);
     if (res != mscclppSuccess) { /* the stream may hold half a frame: never use it again */
       pthread_mutex_lock(&b->mu);
       shutdown(fd, SHUT_RDWR);
@@ -240,7 +219,7 @@ mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* dat
       break;
     }
     if (left && left + LEFT_GRACE_MS * 1000000ull < until) until = left + LEFT_GRACE_MS * 1000000ull;
-    if (cv_wait_until(b, until) == ETIMEDOUT && until == deadline && !(m = dequeue(b, peer, tag))) {
+    if (boot_cv_wait_until(b, until) == ETIMEDOUT && until == deadline && !(m = dequeue(b, peer, tag))) {
       res = MPP_ERR(mscclppTimeout, "bootstrap recv of %zu bytes with tag %d from %s: nothing within %d ms", size,
                     tag, who, b->timeout_ms);
       break;

@@ -135,6 +135,7 @@ static int hello_done(struct bootstrap* b, int i) {
     if (h.rank == (b->rank + b->nranks - 1) % b->nranks && b->ring_prev_fd == -1) {
       b->ring_prev_fd = c->fd;
       handed = 1;
+      if (b->ring_broken) boot_ring_tell_late(b, c->fd); /* our init failed meanwhile: tell rank-1 why */
       pthread_cond_broadcast(&b->cv);
     }
     pthread_mutex_unlock(&b->mu);

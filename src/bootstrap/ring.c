@@ -135,12 +135,12 @@ static mscclppResult_t next_readable(struct bootstrap* b, struct xfer* x, size_t
   return io_err(b, x, next, n, errno, "receiving from");
 }
 
-/* Heartbeats to both neighbours and the silence check while an operation waits (once init is
- * done: before, the neighbours may not be reading the ring yet). A neighbour silent for the stall
- * limit breaks the ring naming it. */
+/* Heartbeats to both neighbours and the silence check while an operation waits (init's own
+ * barrier too: a neighbour not yet in it beats from its progress thread, which owns its ring
+ * sockets from the moment they exist). A neighbour silent for the stall limit breaks the ring
+ * naming it. */
 static mscclppResult_t step_liveness(struct bootstrap* b, const struct xfer* x, int watch_next) {
   size_t total = WIRE_FRAME_BYTES + x->size;
-  if (!b->ring_ready) return mscclppSuccess;
   uint64_t now = time_now_ns();
   boot_beat(b, BOOT_DIR_PREV, 1, now);
   if (watch_next) boot_beat(b, BOOT_DIR_NEXT, x->sdone == 0 || x->sdone == total, now);

@@ -67,3 +67,17 @@ endforeach()
 mpp_mp_test(bootstrap_stall NRANKS 4 ARGS stop SOURCES ${_boot_dir}/bootstrap_stall.c TESTNAME bootstrap_stall_stop_n4)
 mpp_mp_test(bootstrap_stall NRANKS 2 ARGS stop SOURCES ${_boot_dir}/bootstrap_stall.c TESTNAME bootstrap_stall_stop_n2)
 mpp_mp_test(bootstrap_stall NRANKS 3 ARGS idle SOURCES ${_boot_dir}/bootstrap_stall.c TESTNAME bootstrap_stall_idle_n3)
+
+# Issue 22 item 6: a rank that stops (SIGSTOP) or dies in any phase of init (before its ring, with
+# half a ring, with the ring formed, in the first allgather) or of connection setup is named on
+# every survivor within seconds (tests/mp/bootstrap_initstall.c says the bounds).
+set(_initstall_cases "table stop 4" "table stop 2" "ring stop 4" "formed stop 4" "checked stop 4" "setup stop 4"
+    "table kill 4" "ring kill 4" "formed kill 4" "checked kill 4")
+foreach(c ${_initstall_cases})
+  separate_arguments(c)
+  list(GET c 0 stage)
+  list(GET c 1 action)
+  list(GET c 2 n)
+  mpp_mp_test(bootstrap_initstall NRANKS ${n} ARGS ${stage} ${action} SOURCES ${_boot_dir}/bootstrap_initstall.c
+              TESTNAME bootstrap_initstall_${stage}_${action}_n${n})
+endforeach()
