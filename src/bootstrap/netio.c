@@ -125,18 +125,26 @@ mscclppResult_t boot_recv_all(int fd, void* buf, size_t len, uint64_t deadline_n
 }
 
 mscclppResult_t boot_send_hello(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what) {
+  struct boot_transcript t;
+  return boot_send_hello_kept(b, fd, kind, deadline_ns, what, &t);
+}
+
+mscclppResult_t boot_send_hello_kept(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what,
+                                     struct boot_transcript* t) {
   struct wire_hello h = {.kind = kind, .rank = b->rank, .nranks = b->nranks, .timeout_ms = (uint32_t)b->timeout_ms};
   MPP_CHECK(auth_random(h.nonce, WIRE_NONCE_BYTES));
   h.addr = b->my_addr;
-  uint8_t hello[WIRE_HELLO_BYTES], chal[AUTH_CHALLENGE_BYTES], proof[AUTH_PROOF_BYTES];
+  uint8_t* hello = t->hello;
+  uint8_t chal[AUTH_CHALLENGE_BYTES], proof[AUTH_PROOF_BYTES];
   wire_encode_hello(&h, hello);
-  MPP_CHECK(boot_send_all(fd, hello, sizeof(hello), deadline_ns, what));
+  MPP_CHECK(boot_send_all(fd, hello, WIRE_HELLO_BYTES, deadline_ns, what));
   mscclppResult_t res = boot_recv_all(fd, chal, sizeof(chal), deadline_ns, what);
   if (res == mscclppRemoteError)
     return BOOT_WRAP(res, "handshake: %s refused our hello (a rank of another job, another library version, or a "
                      "process that is not this job's)", what);
   if (res != mscclppSuccess) return BOOT_WRAP(res, "handshake: waiting for the challenge of %s", what);
-  MPP_CHECK(auth_answer_challenge(b->key, hello, sizeof(hello), chal, what, proof));
+  MPP_CHECK(auth_answer_challenge(b->key, hello, WIRE_HELLO_BYTES, chal, what, proof));
+  memcpy(t->nonce, chal + 8, WIRE_NONCE_BYTES); /* the challenge's nonce (util/auth.h layout) */
   return boot_send_all(fd, proof, sizeof(proof), deadline_ns, what);
 }
 
