@@ -90,8 +90,10 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   if (!b->addrs || !b->peer_gone || !b->send_fds || !b->paused || !b->paused_tag || !b->left_ns)
     return MPP_ERR(mscclppSystemError, "bootstrap: no memory for %d ranks", nranks);
   for (int i = 0; i < nranks; i++) b->send_fds[i] = -1;
-  if (pipe2(b->wake_fds, O_CLOEXEC | O_NONBLOCK) < 0)
-    return MPP_ERRNO(mscclppSystemError, errno, "bootstrap: pipe for the progress thread");
+  if (pipe2(b->wake_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+    int e = errno;
+    return MPP_ERRNO(mscclppSystemError, e, "bootstrap: pipe for the progress thread%s", sock_fd_hint(e));
+  }
   return mscclppSuccess;
 }
 
