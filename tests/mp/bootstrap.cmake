@@ -19,6 +19,10 @@ mpp_mp_test(bootstrap_secret NRANKS 3 SOURCES ${_boot_dir}/bootstrap_secret.c)
 mpp_mp_test(bootstrap_secret NRANKS 4 SOURCES ${_boot_dir}/bootstrap_secret.c TESTNAME bootstrap_secret_env_n4)
 set_tests_properties(bootstrap_secret_env_n4 PROPERTIES ENVIRONMENT
                      "MSCCLPP_BOOTSTRAP_SECRET=mp-test-secret-1234;MSCCLPP_TEST_EXPECT_SECRET=mp-test-secret-1234")
+# Bytes recorded from a real rank's handshake with the root (through a relay), replayed to the root
+# while it still collects ranks, learn nothing and change nothing; the root's recorded challenge,
+# replayed to a rank, gets no proof (tests/mp/bootstrap_replay.c).
+mpp_mp_test(bootstrap_replay NRANKS 3 SOURCES ${_boot_dir}/bootstrap_replay.c)
 # What a hostile local process did to an unauthenticated job: join as a rank, inject a message,
 # hang up as rank 0, flood the log (tests/mp/bootstrap_hostile.c).
 mpp_mp_test(bootstrap_hostile NRANKS 4 SOURCES ${_boot_dir}/bootstrap_hostile.c)
