@@ -29,7 +29,7 @@ static void fds_text(const struct wire_fail* f, char* buf, size_t len) {
   if (f->rank >= 0) snprintf(rank, sizeof(rank), " %d", f->rank);
   if (f->value == ENFILE) {
     snprintf(buf, len, "the bootstrap root (in %s) ran out of file descriptors: the system's file table is full "
-             "(raise fs.file-max on that host, or ulimit -n is not the limit here)", who);
+             "(raise fs.file-max on that host)", who);
     return;
   }
   if (f->other_value > 0) snprintf(limit, sizeof(limit), "; its limit is %d", (int)f->other_value);
