@@ -126,15 +126,18 @@ static void send_fail(struct root* r, int fd, const struct boot_transcript* t) {
 
 /* Takes the first valid hello (of `rank`): fixes nranks and the deadline. */
 static mscclppResult_t first_join(struct root* r, const struct wire_hello* h) {
-  r->nranks = h->nranks;
-  r->first_rank = h->rank;
   r->fds = malloc(sizeof(int) * (size_t)h->nranks);
   r->trans = malloc(sizeof(*r->trans) * (size_t)h->nranks);
   r->addrs = calloc((size_t)h->nranks, sizeof(*r->addrs));
   r->give_up_ns = calloc((size_t)h->nranks, sizeof(*r->give_up_ns));
-  if (!r->fds || !r->trans || !r->addrs || !r->give_up_ns) /* "failed: Cannot allocate memory" */
+  if (!r->fds || !r->trans || !r->addrs || !r->give_up_ns) { /* nranks stays 0: nothing to close */
+    free(r->fds), free(r->trans), free(r->addrs), free(r->give_up_ns);
+    r->fds = NULL, r->trans = NULL, r->addrs = NULL, r->give_up_ns = NULL;
     return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_INTERNAL, .rank = r->owner, .value = ENOMEM,
-                                           .other_rank = -1});
+                                           .other_rank = -1}); /* "failed: Cannot allocate memory" */
+  }
+  r->nranks = h->nranks;
+  r->first_rank = h->rank;
   for (int i = 0; i < h->nranks; i++) r->fds[i] = -1;
   if (h->timeout_ms > 0) {
     uint64_t d = time_deadline_ms((int64_t)h->timeout_ms + ROOT_GRACE_MS);
@@ -186,12 +189,11 @@ static void answer_failed(struct root* r, int i) {
  * different nranks or a duplicate rank (telling that rank too). */
 static mscclppResult_t join(struct root* r, int i, const struct wire_hello* h) {
   struct pending* p = &r->pend[i];
-  if (r->nranks == 0) MPP_CHECK(first_join(r, h));
-  mscclppResult_t res = mscclppSuccess;
-  if (h->nranks != r->nranks)
+  mscclppResult_t res = r->nranks == 0 ? first_join(r, h) : mscclppSuccess;
+  if (res == mscclppSuccess && h->nranks != r->nranks)
     res = root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_NRANKS, .rank = h->rank, .value = h->nranks,
                                           .other_rank = r->first_rank, .other_value = r->nranks});
-  else if (r->give_up_ns[h->rank] != 0)
+  else if (res == mscclppSuccess && r->give_up_ns[h->rank] != 0)
     res = root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_TWICE, .rank = h->rank, .other_rank = -1});
   if (res != mscclppSuccess) {
     answer_failed(r, i);
@@ -269,6 +271,8 @@ static mscclppResult_t accept_one(struct root* r) {
   socklen_t alen = sizeof(a);
   int fd = accept4(r->listen_fd, &a.sa, &alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0 && (errno == EMFILE || errno == ENFILE)) MPP_CHECK(accept_short(r, errno, &fd, &a));
+  else if (fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+    r->listen_paused_ns = time_deadline_ms(ROOT_FD_PAUSE_MS); /* e.g. ENOBUFS: no spinning on it either */
   if (fd < 0) return mscclppSuccess; /* EAGAIN, or a connection that went away */
   if (r->npend == ROOT_MAX_PENDING) { /* drop the oldest: real ranks send their hello at once */
     int oldest = 0;
