@@ -33,7 +33,7 @@
 #define ROOT_HELLO_MS 10000          /* how long one connection may take to send its hello */
 #define ROOT_GRACE_MS 5000 /* the root outlives the ranks' own deadline by this much */
 #define ROOT_POLL_MS 200
-#define ROOT_LINGER_MS 10000 /* after a failure, late ranks are turned away this long */
+#define ROOT_LINGER_MS 10000 /* after a failure, late ranks are told why this long */
 #define ROOT_SLACK_MS 500 /* a rank hanging up this close to its own deadline timed out; it did not die */
 #define ROOT_FD_PAUSE_MS 100 /* out of fds with no spare: the listener waits this long before another try */
 #define ROOT_REPLY_MS 200    /* how long one failure reply may take to send */
@@ -55,7 +55,9 @@ struct pending {
 
 struct root {
   struct root* next; /* in the list of running roots (roots_mu) */
-  _Atomic int stop;  /* ROOT_STOP_*: boot_root_stop asked it to give up */
+  /* ROOT_STOP_*, stored by boot_root_stop in another thread and read by the root's loops once per
+   * round; it publishes nothing else (the listener's shutdown, if any, only wakes the poll). */
+  _Atomic int stop;
   int lingering;     /* the rendezvous failed: late ranks are being told why (roots_mu) */
   int owner;         /* the rank whose process runs this root; -1: the one that made a unique id */
   union sock_addr bound;
@@ -422,6 +424,7 @@ static void fail_everyone(struct root* r) {
   for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
   r->npend = 0;
 }
+
 /* Closes r's listener and unlists r, under roots_mu (a stopper may be looking at its fd). */
 static void unregister(struct root* r) {
   pthread_mutex_lock(&roots_mu);
