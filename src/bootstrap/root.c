@@ -305,30 +305,35 @@ static mscclppResult_t joined_hung_up(struct root* r, int k) {
 }
 
 /* One poll round, until `end` at most, over the listener (unless resting for lack of fds),
- * unfinished handshakes and joined ranks (whose hang-up is fatal). */
-static mscclppResult_t poll_round(struct root* r, struct pollfd* pfds, uint64_t end) {
+ * unfinished handshakes and joined ranks (whose hang-up is fatal). Only open fds are polled:
+ * poll() refuses more entries than RLIMIT_NOFILE (EINVAL), and a root short of fds has few open.
+ * pfds holds 1 + ROOT_MAX_PENDING + nranks entries, joined nranks (which rank each entry is). */
+static mscclppResult_t poll_round(struct root* r, struct pollfd* pfds, int* joined, uint64_t end) {
   if (r->spare_fd < 0) r->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* again, once fds allow */
   uint64_t now = time_now_ns();
-  int n = 0, njoined = r->nranks, rest = now < r->listen_paused_ns;
-  pfds[n++] = (struct pollfd){.fd = rest ? -1 : r->listen_fd, .events = POLLIN};
-  for (int i = 0; i < r->npend; i++) pfds[n++] = (struct pollfd){.fd = r->pend[i].fd, .events = POLLIN};
-  for (int k = 0; k < njoined; k++) pfds[n++] = (struct pollfd){.fd = r->fds[k], .events = POLLIN};
+  int rest = now < r->listen_paused_ns, listening = !rest && r->listen_fd >= 0;
+  int n = 0, npend = r->npend, nj = 0;
+  if (listening) pfds[n++] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+  for (int i = 0; i < npend; i++) pfds[n++] = (struct pollfd){.fd = r->pend[i].fd, .events = POLLIN};
+  for (int k = 0; k < r->nranks; k++)
+    if (r->fds[k] >= 0) joined[nj++] = k, pfds[n++] = (struct pollfd){.fd = r->fds[k], .events = POLLIN};
   if (rest && r->listen_paused_ns < end) end = r->listen_paused_ns;
   int64_t left = time_left_ms(end);
   if (poll(pfds, (nfds_t)n, left < ROOT_POLL_MS ? (int)(left > 0 ? left : 0) : ROOT_POLL_MS) < 0 && errno != EINTR)
     return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_INTERNAL, .rank = r->owner, .value = errno,
                                            .other_rank = -1});
-  for (int k = 0; k < njoined; k++)
-    if (r->fds[k] >= 0 && pfds[1 + r->npend + k].revents) MPP_CHECK(joined_hung_up(r, k));
+  const struct pollfd* pend = pfds + listening;
+  for (int j = 0; j < nj; j++)
+    if (pend[npend + j].revents) MPP_CHECK(joined_hung_up(r, joined[j]));
   now = time_now_ns();
-  for (int i = r->npend - 1; i >= 0; i--) {
-    if (pfds[1 + i].revents)
+  for (int i = npend - 1; i >= 0; i--) {
+    if (pend[i].revents)
       MPP_CHECK(read_pending(r, i));
     else if (now > r->pend[i].deadline_ns)
       refuse(r, i, "no complete handshake in time");
   }
   log_rate_tick(&r->refusals, LOG_SUB_BOOTSTRAP);
-  return pfds[0].revents ? accept_one(r) : mscclppSuccess;
+  return listening && pfds[0].revents ? accept_one(r) : mscclppSuccess;
 }
 
 /* The lowest rank that has not joined (0 before anyone has). */
@@ -356,11 +361,12 @@ static mscclppResult_t collect(struct root* r) {
                                              .value = r->joined, .other_rank = -1, .other_value = r->nranks});
     size_t cap = 1 + ROOT_MAX_PENDING + (size_t)r->nranks;
     struct pollfd* pfds = malloc(cap * sizeof(*pfds));
-    if (!pfds)
-      return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_INTERNAL, .rank = r->owner, .value = ENOMEM,
-                                             .other_rank = -1});
-    mscclppResult_t res = poll_round(r, pfds, r->deadline_ns);
+    int* joined = malloc(((size_t)r->nranks + 1) * sizeof(int));
+    mscclppResult_t res = pfds && joined ? poll_round(r, pfds, joined, r->deadline_ns)
+                                         : root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_INTERNAL, .rank = r->owner,
+                                                                           .value = ENOMEM, .other_rank = -1});
     free(pfds);
+    free(joined);
     MPP_CHECK(res);
   }
   for (int k = 0; k < r->nranks; k++)
@@ -419,7 +425,7 @@ static void fail_everyone(struct root* r) {
   struct pollfd pfds[1 + ROOT_MAX_PENDING];
   int saved_nranks = r->nranks;
   r->nranks = 0; /* no joined rank left to poll */
-  while (time_left_ms(end) > 0 && atomic_load(&r->stop) != ROOT_STOP_NOW) (void)poll_round(r, pfds, end);
+  while (time_left_ms(end) > 0 && atomic_load(&r->stop) != ROOT_STOP_NOW) (void)poll_round(r, pfds, NULL, end);
   r->nranks = saved_nranks;
   for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
   r->npend = 0;
