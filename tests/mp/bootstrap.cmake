@@ -57,7 +57,8 @@ mpp_mp_test(bootstrap_queue NRANKS 2 ARGS unreceived SOURCES ${_boot_dir}/bootst
 set_tests_properties(bootstrap_queue_unreceived PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_QUEUE_BYTES=16777216")
 
 # Issue 22: a rendezvous that fails (a joined rank hangs up, mismatched nranks, a rank given twice)
-# is named on every rank within 2 s, also on a rank that connects after the failure.
+# is named on every rank promptly (target 2 s, limit 5 s on a loaded CI machine), also on a rank that
+# connects after the failure.
 foreach(mode hangup nranks twice)
   mpp_mp_test(bootstrap_rendezvous NRANKS 4 ARGS ${mode} SOURCES ${_boot_dir}/bootstrap_rendezvous.c
               TESTNAME bootstrap_rendezvous_${mode}_n4)
