@@ -14,7 +14,7 @@
  *            rendezvous (a rank joining twice): the job must then complete (barrier, allgather);
  *   squat    afterwards rank 2 plays the root for a new init of its own (a listener of its own)
  *            and answers that init's hello with the recorded challenge of the root: the init must
- *            fail within 3 s saying the root did not prove the secret, after sending its hello and
+ *            fail at once (5 s at most, its timeout is 10 s) saying the root did not prove the secret, after sending its hello and
  *            nothing else (no proof to a root that did not prove itself).
  * Bounded: every wait is 20 s at most; it takes about a second. */
 #include <pthread.h>
@@ -164,7 +164,7 @@ static void squat_with(const uint8_t* chal) {
   printf("squat: init failed after %.2f s having sent %zu bytes: %s\n", dt, s.got, e);
   CHECK_MSG(r != mscclppSuccess, "an init accepted the root's recorded challenge");
   CHECK_MSG(strstr(e, "did not prove that it knows the job's secret"), "unexpected error: %s", e);
-  CHECK_MSG(dt < 3, "the init took %.1f s to refuse a replayed challenge", dt);
+  CHECK_MSG(dt < 5, "the init took %.1f s to refuse a replayed challenge", dt); /* at once; slack for CI */
   CHECK_MSG(s.got == WIRE_HELLO_BYTES, "the rank sent %zu bytes to a root that did not prove itself (its hello: %d)",
             s.got, WIRE_HELLO_BYTES);
 }
