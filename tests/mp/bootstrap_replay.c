@@ -14,8 +14,9 @@
  *            rendezvous (a rank joining twice): the job must then complete (barrier, allgather);
  *   squat    afterwards rank 2 plays the root for a new init of its own (a listener of its own)
  *            and answers that init's hello with the recorded challenge of the root: the init must
- *            fail at once (5 s at most, its timeout is 10 s) saying the root did not prove the secret, after sending its hello and
- *            nothing else (no proof to a root that did not prove itself).
+ *            fail at once (5 s at most, its timeout being 10 s) saying the root did not prove the
+ *            secret, after sending its hello and nothing else (no proof to a root that did not
+ *            prove itself).
  * Bounded: every wait is 20 s at most; it takes about a second. */
 #include <pthread.h>
 #include <stdatomic.h>
