@@ -1,6 +1,10 @@
-/* mscclpp-run - a single-host launcher for tests and tools.
+/* mscclpp-run - a launcher for tests and tools: the ranks of one host.
  *
- *   mscclpp-run -n N [--port P] [--host H] [--grace S] [--] PROGRAM ARGS...
+ *   mscclpp-run -n N [--nnodes K --node-rank I] [--port P] [--host H] [--grace S] [--] PROGRAM ARGS...
+ *
+ * With --nnodes K (K > 1) the job has K*N ranks on K hosts, one mscclpp-run on each: host I starts
+ * global ranks I*N .. I*N+N-1 (local ranks 0..N-1); every host's --host and --port name the root's
+ * (host 0's) address, and MSCCLPP_BOOTSTRAP_SECRET must be set, the same on every host.
  *
  * Starts N copies of PROGRAM with MSCCLPP_RANK, MSCCLPP_WORLD_SIZE, MSCCLPP_LOCAL_RANK,
  * MSCCLPP_LOCAL_WORLD_SIZE, MSCCLPP_MASTER_ADDR (H, default 127.0.0.1) and MSCCLPP_MASTER_PORT
@@ -34,13 +38,17 @@
 
 struct options {
   int n, port, grace_s;
+  int nnodes, node_rank; /* hosts of the job, and which one this is (1 and 0: a single-host job) */
   const char* host;
   char** argv; /* PROGRAM ARGS... */
 };
 
 static const struct cli_opt run_opts[] = {
     {"-n, --np", "N", "number of ranks (processes) to start, 1..1024 (required)"},
-    {"--port", "P", "the bootstrap root's port (MSCCLPP_MASTER_PORT); default: one free on 127.0.0.1"},
+    {"--nnodes", "K", "hosts of the job, one mscclpp-run on each (default 1): K*N ranks in all"},
+    {"--node-rank", "I", "which host this is, 0..K-1: it starts ranks I*N .. I*N+N-1"},
+    {"--port", "P", "the bootstrap root's port (MSCCLPP_MASTER_PORT); default: one free on 127.0.0.1\n"
+                    "(required with --nnodes)"},
     {"--host", "H", "the bootstrap root's address (MSCCLPP_MASTER_ADDR); default 127.0.0.1"},
     {"--grace", "SECONDS", "after a rank fails, how long the others may run before they are killed\n"
                           "(0..86400, default 10)"},
@@ -49,11 +57,13 @@ static const struct cli_opt run_opts[] = {
     {NULL, NULL, NULL}};
 
 static const struct cli_help run_help = {
-    "mscclpp-run", "mscclpp-run -n N [--port P] [--host H] [--grace SECONDS] [--] PROGRAM [ARGS...]",
+    "mscclpp-run", "mscclpp-run -n N [--nnodes K --node-rank I] [--port P] [--host H] [--grace SECONDS] [--] PROGRAM [ARGS...]",
     "Starts N copies of PROGRAM on this host with MSCCLPP_RANK, MSCCLPP_WORLD_SIZE, MSCCLPP_LOCAL_RANK,\n"
     "MSCCLPP_LOCAL_WORLD_SIZE, MSCCLPP_MASTER_ADDR and MSCCLPP_MASTER_PORT set (what\n"
     "mscclppCommInitFromEnv reads), and MSCCLPP_BOOTSTRAP_SECRET: a random secret per job unless\n"
-    "it is set already. SIGINT and SIGTERM are passed on to the ranks.",
+    "it is set already. SIGINT and SIGTERM are passed on to the ranks. On several hosts, run one\n"
+    "mscclpp-run per host with --nnodes, --node-rank, the root host's --host and --port, and one\n"
+    "MSCCLPP_BOOTSTRAP_SECRET exported on every host (docs/multinode.md).",
     run_opts,
     "Exit status: 0 when every rank succeeded, 77 when every rank exited 77 (skipped), else the\n"
     "worst rank's (128+S for a rank killed by signal S); 2 for a bad command line."};
@@ -67,8 +77,24 @@ static int parse_int(const char* what, const char* s, int lo, int hi) {
   return (int)v;
 }
 
+/* The rules of a job on several hosts (--nnodes), or exits 2 naming the one broken. */
+static void check_nodes(struct options* o) {
+  if (o->nnodes == 1 && o->node_rank <= 0) {
+    o->node_rank = 0;
+    return;
+  }
+  if (o->node_rank < 0 || o->node_rank >= o->nnodes)
+    exit(cli_usage_error("mscclpp-run", "--node-rank must be in [0, %d] for --nnodes %d", o->nnodes - 1, o->nnodes));
+  if ((long)o->n * o->nnodes > MAX_RANKS)
+    exit(cli_usage_error("mscclpp-run", "-n %d x --nnodes %d is more than %d ranks", o->n, o->nnodes, MAX_RANKS));
+  if (o->port == 0) exit(cli_usage_error("mscclpp-run", "--nnodes needs --port: every host must name the same root port"));
+  const char* secret = getenv("MSCCLPP_BOOTSTRAP_SECRET");
+  if (secret == NULL || !*secret)
+    exit(cli_usage_error("mscclpp-run", "--nnodes needs MSCCLPP_BOOTSTRAP_SECRET set, the same on every host"));
+}
+
 static void parse_args(int argc, char** argv, struct options* o) {
-  o->n = 0, o->port = 0, o->grace_s = 10, o->host = "127.0.0.1";
+  o->n = 0, o->port = 0, o->grace_s = 10, o->host = "127.0.0.1", o->nnodes = 1, o->node_rank = -1;
   if (cli_wants_help(argc, argv)) exit((cli_print_help(&run_help), 0));
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
@@ -79,6 +105,10 @@ static void parse_args(int argc, char** argv, struct options* o) {
       break;
     } else if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0) {
       o->n = parse_int(a, v, 1, MAX_RANKS), i++;
+    } else if (strcmp(a, "--nnodes") == 0) {
+      o->nnodes = parse_int(a, v, 1, MAX_RANKS), i++;
+    } else if (strcmp(a, "--node-rank") == 0) {
+      o->node_rank = parse_int(a, v, 0, MAX_RANKS - 1), i++;
     } else if (strcmp(a, "--port") == 0) {
       o->port = parse_int(a, v, 1, 65535), i++;
     } else if (strcmp(a, "--host") == 0) {
@@ -93,6 +123,7 @@ static void parse_args(int argc, char** argv, struct options* o) {
   if (o->n == 0) exit(cli_usage_error("mscclpp-run", "-n N (the number of ranks) is required"));
   if (i >= argc) exit(cli_usage_error("mscclpp-run", "no PROGRAM to run"));
   o->argv = argv + i;
+  check_nodes(o);
 }
 
 /* Whether port can be bound on 127.0.0.1 now. */
@@ -155,8 +186,8 @@ static pid_t spawn(const struct options* o, int rank, const sigset_t* orig_mask)
   }
   if (pid > 0) return pid;
   sigprocmask(SIG_SETMASK, orig_mask, NULL);
-  set_env_int("MSCCLPP_RANK", rank);
-  set_env_int("MSCCLPP_WORLD_SIZE", o->n);
+  set_env_int("MSCCLPP_RANK", o->node_rank * o->n + rank);
+  set_env_int("MSCCLPP_WORLD_SIZE", o->n * o->nnodes);
   set_env_int("MSCCLPP_LOCAL_RANK", rank);
   set_env_int("MSCCLPP_LOCAL_WORLD_SIZE", o->n);
   setenv("MSCCLPP_MASTER_ADDR", o->host, 1);
@@ -174,6 +205,7 @@ static double now_s(void) {
 
 struct child {
   pid_t pid;
+  int rank;       /* the global rank it runs */
   int done, code; /* code: exit status, or 128+signal */
   int reaped_by_us; /* killed by the launcher after another rank failed */
 };
@@ -237,7 +269,7 @@ static void report_failures(const struct child* c, int n) {
     int count = 0;
     for (int j = i; j < n; j++)
       if (c[j].code == code && !c[j].reaped_by_us && strlen(list) + 16 < sizeof(list))
-        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", count++ ? ", " : "", j);
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", count++ ? ", " : "", c[j].rank);
     if (code > 128) fprintf(stderr, "mscclpp-run: rank%s %s killed by signal %d\n", count > 1 ? "s" : "", list, code - 128);
     else fprintf(stderr, "mscclpp-run: rank%s %s exited with status %d\n", count > 1 ? "s" : "", list, code);
   }
@@ -256,7 +288,7 @@ static int worst_status(const struct child* c, int n) {
     int code = c[i].code;
     if (c[i].reaped_by_us && own_failure) continue;
     if (code == 77) { /* a partial skip is a failure */
-      fprintf(stderr, "mscclpp-run: rank %d skipped (status 77) while other ranks did not\n", i);
+      fprintf(stderr, "mscclpp-run: rank %d skipped (status 77) while other ranks did not\n", c[i].rank);
       code = 1;
     }
     if (code > worst) worst = code;
@@ -294,7 +326,7 @@ int main(int argc, char** argv) {
   struct child* c = calloc((size_t)o.n, sizeof(*c));
   if (!c) return 1;
   fflush(NULL);
-  for (int i = 0; i < o.n; i++) c[i].pid = spawn(&o, i, &orig);
+  for (int i = 0; i < o.n; i++) c[i].rank = o.node_rank * o.n + i, c[i].pid = spawn(&o, i, &orig);
   supervise(c, o.n, o.grace_s, &set);
   report_failures(c, o.n);
   int status = worst_status(c, o.n);

@@ -89,26 +89,34 @@ mscclppResult_t mscclppNativeAlgorithmCreate(const mscclppNativeAlgorithmDef* de
   return mscclppSuccess;
 }
 
-/* InvalidArgument for NULL, InvalidUsage unless algo is a live handle (fn names the caller): the
- * registry answers before anything behind algo is read. */
-static mscclppResult_t algo_check(const char* fn, mscclppNativeAlgorithm_t algo) {
-  MPP_CHECK(handle_check(HANDLE_NATIVE_ALGORITHM, algo, fn));
+/* InvalidUsage unless algo (found live in the handle registry already, fn names the caller) still
+ * has its magic and a reference. */
+static mscclppResult_t algo_alive(const char* fn, mscclppNativeAlgorithm_t algo) {
   MPP_CHECK_ARG(algo->magic == NATIVE_MAGIC && atomic_load(&algo->refs) > 0,
                 "%s: algo is not a live native algorithm (destroyed already?)", fn);
   return mscclppSuccess;
 }
 
+/* At a public entry point: holds algo for the rest of the function (a concurrent destroy is refused)
+ * and checks it, before anything behind it is read. */
+#define ALGO_HOLD(algo)                          \
+  HANDLE_CHECK(HANDLE_NATIVE_ALGORITHM, (algo)); \
+  MPP_CHECK(algo_alive(__func__, (algo)))
+
 mscclppResult_t mscclppNativeAlgorithmDestroy(mscclppNativeAlgorithm_t algo) {
   err_clear();
-  MPP_CHECK(algo_check(__func__, algo));
-  handle_remove(HANDLE_NATIVE_ALGORITHM, algo); /* the user's handle ends here; communicators may hold it longer */
+  MPP_CHECK(handle_check(HANDLE_NATIVE_ALGORITHM, algo, __func__));
+  MPP_CHECK(algo_alive(__func__, algo));
+  /* the user's handle ends here (refused while another thread's call holds it); communicators may
+   * keep the algorithm longer through their references */
+  MPP_CHECK(handle_retire(HANDLE_NATIVE_ALGORITHM, algo, __func__));
   algo_unref(algo);
   return mscclppSuccess;
 }
 
 mscclppResult_t mscclppNativeAlgorithmInfo(mscclppNativeAlgorithm_t algo, const char** name, const char** collective) {
   err_clear();
-  MPP_CHECK(algo_check(__func__, algo));
+  ALGO_HOLD(algo);
   if (name) *name = algo->name;
   if (collective) *collective = algo->collective;
   return mscclppSuccess;
@@ -287,7 +295,7 @@ mscclppResult_t mscclppNativeAlgorithmExecute(mscclppComm_t comm, mscclppNativeA
                                               int nthreadsPerBlock, const mscclppNativeExtra* extras, int nextras) {
   err_clear();
   COMM_CHECK(comm);
-  MPP_CHECK(algo_check(__func__, algo));
+  ALGO_HOLD(algo);
   size_t es = mscclppDataTypeSize(dtype);
   MPP_CHECK_ARG(es != 0, "%s: '%s': dtype %d is not a datatype", __func__, algo->name, (int)dtype);
   MPP_CHECK_ARG(nblocks >= 0 && nthreadsPerBlock >= 0, "%s: '%s': nblocks %d and nthreads_per_block %d must not be "
@@ -308,7 +316,7 @@ mscclppResult_t mscclppNativeAlgorithmExecute(mscclppComm_t comm, mscclppNativeA
 mscclppResult_t mscclppNativeAlgorithmRelease(mscclppComm_t comm, mscclppNativeAlgorithm_t algo) {
   err_clear();
   COMM_CHECK(comm);
-  MPP_CHECK(algo_check(__func__, algo));
+  ALGO_HOLD(algo);
   struct native_comm* nc = comm_ext_peek(comm, COMM_EXT_NATIVE);
   if (nc == NULL) return mscclppSuccess;
   pthread_mutex_lock(&nc->lock);

@@ -6,9 +6,11 @@
  *   <dir of the library or executable>/../share/mscclpp/algo.tsv   (an installation, the wheel)
  *   <source tree>/tuning/algo.tsv      only while the library or executable runs from inside the
  *                                      build tree it was built in (MSCCLPP_BUILD_TREE)
- * else the table the library was built with (compiled in: algo_table_builtin). The source and build trees are the paths CMake compiled into
- * this file; a copy of the library elsewhere never reads the source tree's table. The file loaded
- * (or the paths tried) is logged at level info, subsystem algo. */
+ * else the tables the library was built with (compiled in: algo_tables_builtin). The source and
+ * build trees are the paths CMake compiled into this file; a copy of the library elsewhere never
+ * reads the source tree's table. Beside the table (P = dir/algo.tsv), the machine kind's overlay
+ * dir/algo.<machine>.tsv is read too when it exists (select.h), its rules first. The files loaded
+ * (or the paths tried) are logged at level info, subsystem algo. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -26,7 +28,7 @@
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct algo_table table;
-static char source[PATH_MAX + 64] = "built-in";
+static char source[2 * PATH_MAX + 128] = "built-in";
 static mscclppResult_t load_res = mscclppSuccess;
 static char load_err[1024];
 static const struct algo_desc* forced[MAX_FORCED];
@@ -79,29 +81,84 @@ static int candidates(char paths[2][PATH_MAX]) {
   return n;
 }
 
+/* Parses text (named name) and appends its rules to table. */
+static mscclppResult_t append_rules(const char* text, const char* name) {
+  static struct algo_table part; /* large: not on the stack; load_once runs once */
+  MPP_CHECK(algo_table_parse(text, name, &part));
+  if (table.nrules + part.nrules > ALGO_TABLE_MAX_RULES)
+    return MPP_ERR(mscclppInvalidArgument, "%s: %d rules with the overlay's %d exceed the limit %d", name, part.nrules,
+                   table.nrules, ALGO_TABLE_MAX_RULES);
+  memcpy(&table.rules[table.nrules], part.rules, (size_t)part.nrules * sizeof(part.rules[0]));
+  table.nrules += part.nrules;
+  return mscclppSuccess;
+}
+
+/* The overlay path of table path P for machine m: P's ".tsv" replaced by ".<m>.tsv" (P without
+ * ".tsv": P + ".<m>.tsv"). */
+static void overlay_path(const char* path, const char* m, char* out, size_t len) {
+  size_t n = strlen(path);
+  if (n >= 4 && strcmp(path + n - 4, ".tsv") == 0) n -= 4;
+  snprintf(out, len, "%.*s.%s.tsv", (int)n, path, m);
+}
+
+/* Reads the overlay of path for machine m, when there is one, into table (first). */
+static mscclppResult_t load_overlay(const char* path, const char* m) {
+  if (m[0] == '\0') return mscclppSuccess;
+  char opath[PATH_MAX + 64];
+  overlay_path(path, m, opath, sizeof(opath));
+  char* text = read_file(opath);
+  if (text == NULL) return mscclppSuccess;
+  mscclppResult_t res = append_rules(text, opath);
+  free(text);
+  if (res == mscclppSuccess) {
+    snprintf(source, sizeof(source), "%.*s + ", PATH_MAX, opath);
+    LOG_INFO_(LOG_SUB_ALGO, "collectives: %d selection rules for machine %s from %s", table.nrules, m, opath);
+  }
+  return res;
+}
+
+/* The built-in tables: machine m's, then the generic one. */
+static mscclppResult_t load_builtin(const char* m) {
+  for (const struct algo_builtin_table* b = algo_tables_builtin; b->machine != NULL; b++)
+    if (m[0] != '\0' && strcmp(b->machine, m) == 0) {
+      MPP_CHECK(append_rules(b->text, "built-in machine table"));
+      snprintf(source, sizeof(source), "built-in algo.%s.tsv + ", m);
+    }
+  for (const struct algo_builtin_table* b = algo_tables_builtin; b->machine != NULL; b++)
+    if (b->machine[0] == '\0') MPP_CHECK(append_rules(b->text, "built-in tuning/algo.tsv"));
+  size_t used = strlen(source);
+  snprintf(source + used, sizeof(source) - used, "built-in (tuning/ at build time)");
+  return mscclppSuccess;
+}
+
 static mscclppResult_t load_table(void) {
   const char* want = param_str(PARAM_ALGO_TABLE);
+  char m[ALGO_MACHINE_MAX + 1];
+  MPP_CHECK(algo_machine(m));
   char paths[2][PATH_MAX];
   int n = 0;
   if (want[0] != '\0') snprintf(paths[n++], PATH_MAX, "%s", want);
   else n = candidates(paths);
+  table.nrules = 0;
+  source[0] = '\0';
   for (int i = 0; i < n; i++) {
     char* text = read_file(paths[i]);
     if (text == NULL) continue;
-    mscclppResult_t res = algo_table_parse(text, paths[i], &table);
+    mscclppResult_t res = load_overlay(paths[i], m);
+    if (res == mscclppSuccess) res = append_rules(text, paths[i]);
     free(text);
     if (res != mscclppSuccess) return res;
-    snprintf(source, sizeof(source), "%.*s", PATH_MAX - 1, paths[i]);
+    size_t used = strlen(source);
+    snprintf(source + used, sizeof(source) - used, "%.*s", PATH_MAX - 1, paths[i]);
     LOG_INFO_(LOG_SUB_ALGO, "collectives: %d selection rules from %s", table.nrules, source);
     return mscclppSuccess;
   }
   if (want[0] != '\0') return MPP_ERR(mscclppInvalidArgument, "MSCCLPP_ALGO_TABLE=%s cannot be read (or is over 1 MiB)", want);
-  /* A copied or statically linked library: the table it was built with, not no rules at all (the
+  /* A copied or statically linked library: the tables it was built with, not no rules at all (the
    * first registered algorithm of each collective is no choice for every size). */
-  MPP_CHECK(algo_table_parse(algo_table_builtin, "built-in tuning/algo.tsv", &table));
-  snprintf(source, sizeof(source), "built-in (tuning/algo.tsv at build time)");
-  LOG_INFO_(LOG_SUB_ALGO, "collectives: no algo.tsv found (tried: %s%s%s); %d rules of the built-in table",
-            n > 0 ? paths[0] : "none", n > 1 ? ", " : "", n > 1 ? paths[1] : "", table.nrules);
+  MPP_CHECK(load_builtin(m));
+  LOG_INFO_(LOG_SUB_ALGO, "collectives: no algo.tsv found (tried: %s%s%s); %d rules of the built-in table (%s)",
+            n > 0 ? paths[0] : "none", n > 1 ? ", " : "", n > 1 ? paths[1] : "", table.nrules, source);
   return mscclppSuccess;
 }
 

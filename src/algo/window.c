@@ -142,12 +142,12 @@ static int list_remove(struct algo_win** head, const struct algo_win* w) {
 
 mscclppResult_t mscclppCommWindowDeregister(mscclppComm_t comm, mscclppWindow_t win) {
   MPP_CHECK_ARG(comm != NULL, "mscclppCommWindowDeregister: comm is NULL");
-  HANDLE_CHECK(HANDLE_WINDOW, win); /* first: after its communicator's destroy, the message names the window */
+  MPP_CHECK(handle_check(HANDLE_WINDOW, win, __func__)); /* first: after a comm destroy, names the window */
   COMM_CHECK(comm);
   MPP_CHECK(handle_check_owned(HANDLE_WINDOW, win, comm, __func__));
   struct algo_comm* ac = NULL;
   MPP_CHECK(algo_comm_get(comm, &ac));
-  handle_remove(HANDLE_WINDOW, win);
+  MPP_CHECK(handle_retire(HANDLE_WINDOW, win, __func__));
   if (list_remove(&ac->wins, (const struct algo_win*)win)) return mscclppSuccess;
   return MPP_ERR(mscclppInvalidArgument, "mscclppCommWindowDeregister: %p is not a window of this communicator", (void*)win);
 }
@@ -175,12 +175,12 @@ mscclppResult_t mscclppCommBufferRegister(mscclppComm_t comm, void* buff, size_t
 
 mscclppResult_t mscclppCommBufferDeregister(mscclppComm_t comm, mscclppBufferReg_t handle) {
   MPP_CHECK_ARG(comm != NULL, "mscclppCommBufferDeregister: comm is NULL");
-  HANDLE_CHECK(HANDLE_BUFFER_REG, handle); /* first: after its communicator's destroy, the message names it */
+  MPP_CHECK(handle_check(HANDLE_BUFFER_REG, handle, __func__)); /* first: after a comm destroy, names it */
   COMM_CHECK(comm);
   MPP_CHECK(handle_check_owned(HANDLE_BUFFER_REG, handle, comm, __func__));
   struct algo_comm* ac = NULL;
   MPP_CHECK(algo_comm_get(comm, &ac));
-  handle_remove(HANDLE_BUFFER_REG, handle);
+  MPP_CHECK(handle_retire(HANDLE_BUFFER_REG, handle, __func__));
   if (list_remove(&ac->regs, (const struct algo_win*)handle)) return mscclppSuccess;
   return MPP_ERR(mscclppInvalidArgument, "mscclppCommBufferDeregister: %p is not a registration of this communicator",
                  (void*)handle);

@@ -500,8 +500,32 @@ void boot_root_stop(const union sock_addr* addr, const uint8_t secret[WIRE_SECRE
   pthread_mutex_unlock(&roots_mu);
 }
 
+/* Waits (at most 2 s) until no root of this process that finished its rendezvous still holds addr's
+ * port: a process that makes communicators one after another on one port (init, destroy, init)
+ * may otherwise find its previous, successful root still closing. A lingering failed root is left
+ * alone (boot_root_stop ends it). */
+static void wait_finished_root(const union sock_addr* addr) {
+  uint64_t end = time_deadline_ms(2000);
+  pthread_mutex_lock(&roots_mu);
+  for (;;) {
+    int busy = 0;
+    for (struct root* r = roots; r; r = r->next) busy |= same_port(&r->bound, addr) && !r->lingering;
+    if (!busy || time_now_ns() >= end) break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20000000;
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&roots_cv, &roots_mu, &ts);
+  }
+  pthread_mutex_unlock(&roots_mu);
+}
+
 mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES], int owner,
                                 union sock_addr* bound) {
+  union sock_addr any_port = *addr; /* port 0 (any): nothing to wait for */
+  if (any_port.sa.sa_family == AF_INET6) any_port.sin6.sin6_port = 0;
+  else any_port.sin.sin_port = 0;
+  if (!same_port(&any_port, addr)) wait_finished_root(addr);
   struct root* r = calloc(1, sizeof(*r));
   if (!r) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory");
   r->listen_fd = -1;

@@ -184,16 +184,29 @@ mscclppResult_t mscclppCommInitFromEnv(mscclppComm_t* comm, const mscclppConfig_
 mscclppResult_t mscclppCommDestroy(mscclppComm_t comm) {
   err_clear();
   MPP_CHECK_ARG(comm != NULL, "%s: communicator is NULL", __func__);
-  MPP_CHECK(comm_handle_retire(comm, __func__));
+  handle_comm_close(comm); /* other threads' new calls on its objects are refused from here */
+  const char* kind = NULL;
+  const void* obj = NULL;
+  mscclppResult_t res = mscclppSuccess;
+  if (handle_comm_holds(comm, &kind, &obj) > 0)
+    res = MPP_ERR(mscclppInvalidUsage, "%s: the communicator's %s %p is in use by another thread (a call on it has not "
+                  "returned); destroy the communicator once it has, or use mscclppCommAbort (docs/errors.md)",
+                  __func__, kind, obj);
+  if (res == mscclppSuccess) res = comm_handle_retire(comm, __func__);
+  if (res != mscclppSuccess) {
+    handle_comm_reopen(comm);
+    return res;
+  }
   comm_free_resources(comm, 0);
   comm_handle_bury(comm);
   return mscclppSuccess;
 }
 
-/* Waits (bounded by the communicator's timeout) until no public call is inside comm. */
+/* Waits (bounded by the communicator's timeout) until no public call is inside comm or one of its
+ * objects. */
 static void comm_drain(struct mscclppComm* comm) {
   uint64_t deadline = time_deadline_ms(comm->timeout_ms);
-  while (atomic_load(&comm->busy) > 0 && time_now_ns() < deadline) {
+  while ((atomic_load(&comm->busy) > 0 || handle_comm_holds(comm, NULL, NULL) > 0) && time_now_ns() < deadline) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
@@ -205,10 +218,12 @@ mscclppResult_t mscclppCommAbort(mscclppComm_t comm) {
   /* New calls fail from here on; calls blocked in the bootstrap wake up now (sockets shut down),
    * host waits notice the flag at their next liveness check (at most 20 ms). */
   MPP_CHECK(comm_handle_abort_begin(comm, __func__));
+  handle_comm_close(comm); /* and on its objects */
   if (comm->boot) bootstrap_abort(comm->boot);
   comm_drain(comm);
-  if (!comm_handle_abort_end(comm)) {
-    int busy = atomic_load(&comm->busy);
+  int object_calls = handle_comm_holds(comm, NULL, NULL);
+  if (!comm_handle_abort_end(comm, object_calls)) {
+    int busy = atomic_load(&comm->busy) + object_calls;
     return MPP_ERR(mscclppInternalError,
                    "mscclppCommAbort: %d call(s) still inside the communicator after %d ms; its resources are "
                    "left allocated (freeing them under a running call is unsafe)", busy, comm->timeout_ms);

@@ -39,14 +39,14 @@ struct mscclppComm {
   struct comm_objects* objs;  /* open registrations, connections, semaphores (objects.c) */
   pthread_mutex_t ext_lock;        /* guards making ext slots */
   struct comm_ext ext[COMM_EXT_COUNT];
+  /* The registry's (core/handles.c): */
   _Atomic int busy;     /* public calls inside this communicator now (comm_hold) */
   _Atomic int aborting; /* mscclppCommAbort has begun: new calls fail, blocking waits give up */
-  /* The registry's (core/handles.c), under its lock: */
-  uint64_t serial;      /* unique in the process, never reused */
-  int abort_running;    /* an mscclppCommAbort call is inside */
-  int owner_depth;      /* exclusive calls of the owner thread inside (nested calls count) */
-  pthread_t owner;      /* valid while owner_depth > 0 */
-  const char* owner_fn; /* the owner's outermost call, for messages */
+  uint64_t serial;      /* unique in the process, never reused; set before the handle is published */
+  int abort_running;    /* an mscclppCommAbort call is inside (under the registry's lock) */
+  _Atomic uintptr_t owner;        /* the thread inside an exclusive call (its token), 0 when none */
+  int owner_depth;                /* that thread's exclusive calls inside (only it reads or writes) */
+  _Atomic(const char*) owner_fn;  /* the owner's outermost call, for messages */
 };
 
 /* The state in slot, made by make (and registered with fini) on first use. Lock-free once made. */

@@ -6,7 +6,8 @@
 
 #include "core/comm.h"
 
-/* Identity of this host: a hash of host name and boot id, or of MSCCLPP_HOST_ID when set. */
+/* Identity of this host: a hash of host name and boot id (or MSCCLPP_HOSTID when set) and of the
+ * network namespace; logged at INFO. */
 uint64_t comm_host_hash(void);
 /* Fills this rank's entry (kind, device, pid, host, a random id candidate, bus id). */
 mscclppResult_t comm_fill_peer_info(const struct mscclppComm* comm, struct peer_info* info);
@@ -28,8 +29,8 @@ void comm_handle_bury(struct mscclppComm* c);
 /* mscclppCommAbort: checks c is live and not being aborted by another call, then sets its aborting
  * flag (new calls are refused from here on). */
 mscclppResult_t comm_handle_abort_begin(struct mscclppComm* c, const char* fn);
-/* After the drain: unregisters c and returns 1 when no call is inside, else 0 (c stays registered
- * and aborting; another abort may try again). */
-int comm_handle_abort_end(struct mscclppComm* c);
+/* After the drain: unregisters c and returns 1 when no call is inside c and object_calls (calls
+ * inside its objects) is 0, else 0 (c stays registered and aborting; another abort may try again). */
+int comm_handle_abort_end(struct mscclppComm* c, int object_calls);
 
 #endif /* MPP_CORE_COMM_INTERNAL_H_ */

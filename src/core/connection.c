@@ -153,8 +153,8 @@ mscclppResult_t mscclppConnectionWrite(mscclppConnection_t conn, mscclppRegMem_t
                                        mscclppRegMem_t src, uint64_t srcOffset, uint64_t size) {
   err_clear();
   HANDLE_CHECK(HANDLE_CONNECTION, conn);
-  if (dst != NULL) HANDLE_CHECK(HANDLE_REGMEM, dst);
-  if (src != NULL) HANDLE_CHECK(HANDLE_REGMEM, src);
+  HANDLE_CHECK_OPT(HANDLE_REGMEM, dst);
+  HANDLE_CHECK_OPT(HANDLE_REGMEM, src);
   MPP_CHECK(connection_check_dst(conn, dst, dstOffset, size));
   MPP_CHECK(check_src(conn, src, srcOffset, size));
   return connection_explained(conn, conn->ops->write(&conn->t, &dst->t, dstOffset, &src->t, srcOffset, size));
@@ -181,7 +181,7 @@ mscclppResult_t mscclppConnectionUpdateAndSync(mscclppConnection_t conn, mscclpp
   err_clear();
   MPP_CHECK_ARG(src != NULL, "mscclppConnectionUpdateAndSync: src is NULL");
   HANDLE_CHECK(HANDLE_CONNECTION, conn);
-  if (dst != NULL) HANDLE_CHECK(HANDLE_REGMEM, dst);
+  HANDLE_CHECK_OPT(HANDLE_REGMEM, dst);
   MPP_CHECK_ARG(dstOffset % 8 == 0, "mscclppConnectionUpdateAndSync: offset %llu is not 8-byte aligned",
                 (unsigned long long)dstOffset);
   MPP_CHECK(connection_check_dst(conn, dst, dstOffset, 8));
@@ -210,10 +210,11 @@ void connection_free(struct mscclppConnection* conn, int abort) {
 
 mscclppResult_t mscclppConnectionDestroy(mscclppConnection_t conn) {
   err_clear();
-  HANDLE_CHECK(HANDLE_CONNECTION, conn);
+  MPP_CHECK(handle_check(HANDLE_CONNECTION, conn, __func__));
   if (conn->nsems > 0)
     return MPP_ERR(mscclppInvalidUsage, "mscclppConnectionDestroy: %d host semaphores still use the connection to rank %d",
                    conn->nsems, conn->t.peer);
+  MPP_CHECK(handle_retire(HANDLE_CONNECTION, conn, __func__)); /* refused while another thread's call uses it */
   connection_free(conn, 0);
   return mscclppSuccess;
 }

@@ -60,7 +60,41 @@ const char* handle_keeper(enum handle_kind kind, const void* p);
  * communicator does not free, is left to its destroy call alone. */
 void handle_comm_gone(const struct mscclppComm* comm);
 
-/* At a public entry point: returns the error of handle_check from the calling function. */
-#define HANDLE_CHECK(kind, p) MPP_CHECK(handle_check((kind), (p), __func__))
+/* A public call's hold on an object: counted in until handle_release, so that destroying the object
+ * (or its communicator) meanwhile is refused. */
+struct handle_hold {
+  _Atomic int* slot_busy; /* a fast hold: the count it is in */
+  const void* p;          /* a locked hold: the object (its entry counts it) */
+  unsigned char kind;
+};
+/* handle_check, then counts the call in (h). No lock when the object has its own fast slot. */
+mscclppResult_t handle_hold(enum handle_kind kind, const void* p, const char* fn, struct handle_hold* h);
+/* Ends a hold (nothing when none is held). */
+void handle_release(struct handle_hold* h);
+
+/* For a destroy call, instead of handle_check_destroy + handle_remove: unregisters p (a live or
+ * orphaned handle of kind) unless a call holds it, which is refused (InvalidUsage, nothing changed).
+ * On success the caller frees the object. */
+mscclppResult_t handle_retire(enum handle_kind kind, const void* p, const char* fn);
+
+/* Communicator teardown. close: the objects comm owns (proxy services aside) stop being held by new
+ * calls of other threads (they say the communicator is being destroyed); the calling thread may still
+ * use them (the teardown releases its internal objects through the public calls). holds: calls still
+ * inside those objects (with one of them named in *kind / *p when kind is not NULL). reopen: undoes
+ * close (a destroy refused because of such calls). */
+void handle_comm_close(const struct mscclppComm* comm);
+int handle_comm_holds(const struct mscclppComm* comm, const char** kind, const void** p);
+void handle_comm_reopen(const struct mscclppComm* comm);
+
+#define HANDLE_CAT2_(a, b) a##b
+#define HANDLE_CAT_(a, b) HANDLE_CAT2_(a, b)
+/* At a public entry point: holds p (a kind handle) for the rest of the calling function (released
+ * on every return path), returning handle_hold's error from it. */
+#define HANDLE_CHECK(kind, p) HANDLE_HOLD_IF_((kind), (p), 1, HANDLE_CAT_(handle_held_, __LINE__))
+/* The same for an optional handle: nothing when p is NULL. */
+#define HANDLE_CHECK_OPT(kind, p) HANDLE_HOLD_IF_((kind), (p), (p) != NULL, HANDLE_CAT_(handle_held_, __LINE__))
+#define HANDLE_HOLD_IF_(kind, p, cond, var)                                             \
+  struct handle_hold var __attribute__((cleanup(handle_release))) = {NULL, NULL, 0};  \
+  if (cond) MPP_CHECK(handle_hold((kind), (p), __func__, &var))
 
 #endif /* MPP_CORE_HANDLE_REG_H_ */

@@ -156,7 +156,7 @@ mscclppResult_t mscclppRegMemInfo(mscclppRegMem_t mem, void** ptr, size_t* size,
 
 mscclppResult_t mscclppRegMemRelease(mscclppRegMem_t mem) {
   err_clear();
-  HANDLE_CHECK(HANDLE_REGMEM, mem);
+  MPP_CHECK(handle_retire(HANDLE_REGMEM, mem, __func__)); /* refused while another thread's call uses it */
   regmem_free(mem);
   return mscclppSuccess;
 }

@@ -191,7 +191,7 @@ mscclppResult_t mscclppHostSemaphorePoll(mscclppHostSemaphore_t sem, int* ready)
 
 mscclppResult_t mscclppHostSemaphoreDestroy(mscclppHostSemaphore_t sem) {
   err_clear();
-  HANDLE_CHECK(HANDLE_HOST_SEMAPHORE, sem);
+  MPP_CHECK(handle_retire(HANDLE_HOST_SEMAPHORE, sem, __func__)); /* refused while another thread's call uses it */
   semaphore_free(sem);
   return mscclppSuccess;
 }

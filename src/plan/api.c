@@ -53,10 +53,11 @@ mscclppResult_t mscclppPlanLoadFile(const char* path, mscclppPlan_t* plan) {
 mscclppResult_t mscclppPlanDestroy(mscclppPlan_t plan) {
   err_clear();
   if (plan == NULL) return mscclppSuccess; /* as free(NULL) */
-  HANDLE_CHECK(HANDLE_PLAN, plan);
+  MPP_CHECK(handle_check(HANDLE_PLAN, plan, __func__));
   const char* keeper = handle_keeper(HANDLE_PLAN, plan);
   if (keeper != NULL)
     return MPP_ERR(mscclppInvalidUsage, "%s: plan %p belongs to %s", __func__, (void*)plan, keeper);
+  MPP_CHECK(handle_retire(HANDLE_PLAN, plan, __func__)); /* refused while another thread executes it */
   plan_free(plan);
   return mscclppSuccess;
 }

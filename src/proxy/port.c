@@ -98,8 +98,8 @@ mscclppResult_t mscclppPortChannelCreate(mscclppProxyService_t proxy, int semId,
   MPP_CHECK_ARG(chan != NULL, "mscclppPortChannelCreate: chan is NULL");
   HANDLE_CHECK(HANDLE_PROXY_SERVICE, proxy);
   PROXY_CHECK_CHANNELS(proxy, __func__);
-  if (dst != NULL) HANDLE_CHECK(HANDLE_REGMEM, dst);
-  if (src != NULL) HANDLE_CHECK(HANDLE_REGMEM, src);
+  HANDLE_CHECK_OPT(HANDLE_REGMEM, dst);
+  HANDLE_CHECK_OPT(HANDLE_REGMEM, src);
   uint32_t nsems = atomic_load(&proxy->nsems);
   MPP_CHECK_ARG(semId >= 0 && (uint32_t)semId < nsems, "mscclppPortChannelCreate: semaphore %d does not exist (%u made)",
                 semId, nsems);

@@ -106,7 +106,7 @@ mscclppResult_t mscclppProxyServiceStop(mscclppProxyService_t proxy) {
 mscclppResult_t mscclppProxyServiceDestroy(mscclppProxyService_t proxy) {
   err_clear();
   MPP_CHECK(handle_check_destroy(HANDLE_PROXY_SERVICE, proxy, __func__));
-  handle_remove(HANDLE_PROXY_SERVICE, proxy);
+  MPP_CHECK(handle_retire(HANDLE_PROXY_SERVICE, proxy, __func__)); /* refused while another thread's call uses it */
   mscclppResult_t r = proxy_core_stop(&proxy->core);
   if (proxy->ext != NULL) chan_ext_undepend(proxy->ext, &proxy->dep);
   service_free(proxy);

@@ -1,6 +1,8 @@
 /* gpu.c - device queries through the CUDA runtime (see gpu.h). */
 #include "sys/gpu.h"
 
+#include <stdio.h>
+
 #include "sys/cudawrap.h"
 #include "util/err.h"
 
@@ -34,6 +36,13 @@ mscclppResult_t gpu_bus_id(int dev, char* buf, size_t len) {
   return mscclppSuccess;
 }
 
+mscclppResult_t gpu_name(int dev, char* buf, size_t len) {
+  struct cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  snprintf(buf, len, "%s", prop.name);
+  return mscclppSuccess;
+}
+
 #else
 
 int gpu_count(void) { return 0; }
@@ -51,6 +60,10 @@ mscclppResult_t gpu_bus_id(int dev, char* buf, size_t len) {
   (void)dev;
   if (len) buf[0] = '\0';
   return MPP_ERR(mscclppInvalidUsage, "this library was built without CUDA");
+}
+
+mscclppResult_t gpu_name(int dev, char* buf, size_t len) {
+  return gpu_bus_id(dev, buf, len);
 }
 
 #endif

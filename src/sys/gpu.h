@@ -15,6 +15,8 @@ mscclppResult_t gpu_current_device(int* dev);
 mscclppResult_t gpu_set_device(int dev);
 /* Writes dev's PCI bus id ("0000:3b:00.0") into buf. */
 mscclppResult_t gpu_bus_id(int dev, char* buf, size_t len);
+/* Writes dev's model name ("NVIDIA H100 80GB HBM3") into buf. */
+mscclppResult_t gpu_name(int dev, char* buf, size_t len);
 
 /* setup_stream.c: zeroes bytes at ptr / copies bytes (any direction) on the current device's
  * setup stream, a non-blocking stream of the library's own, and returns once done. Setup uses

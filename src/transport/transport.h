@@ -36,7 +36,7 @@ struct peer_info {
   int32_t kind;     /* mscclppRankKind_t: Cpu or Gpu */
   int32_t cuda_dev; /* -1 for CPU ranks */
   int32_t pid;
-  uint64_t host_hash; /* equal for ranks of one host (host name + boot id) */
+  uint64_t host_hash; /* equal for ranks of one host (host name + boot id, or MSCCLPP_HOSTID; + net ns) */
   uint64_t comm_id;   /* rank 0's value is the communicator's id */
   uint64_t pid_ns;    /* inode of /proc/self/ns/pid (0: unknown): pids compare only within one */
   char bus_id[16];    /* PCI bus id of the GPU, "" for CPU ranks */

@@ -9,7 +9,8 @@ endforeach()
 # thread rule (one thread at a time; queries from any thread): errors, never crashes (docs/errors.md).
 mpp_mp_test(comm_misuse NRANKS 1 TESTNAME comm_misuse_handles ARGS handles SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_misuse.c)
 mpp_mp_test(comm_misuse NRANKS 2 TESTNAME comm_misuse_threads_n2 ARGS threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_misuse.c)
-set_tests_properties(comm_misuse_handles comm_misuse_threads_n2 PROPERTIES TIMEOUT 60)
+mpp_mp_test(comm_misuse NRANKS 2 TESTNAME comm_misuse_objects_n2 ARGS objects SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_misuse.c)
+set_tests_properties(comm_misuse_handles comm_misuse_threads_n2 comm_misuse_objects_n2 PROPERTIES TIMEOUT 60)
 
 # Issue 22 item 11 for the other handle kinds: connections, host semaphores, registered memory,
 # windows, buffer registrations, proxy services, plans, native algorithms used after their destroy,

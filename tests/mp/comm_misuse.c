@@ -7,10 +7,16 @@
  *   comm_misuse threads   (2 ranks) rank 0's thread A blocks in mscclppBootstrapRecv; meanwhile
  *                         rank 0's main thread gets InvalidUsage naming the rule for exclusive
  *                         calls and for destroy, while queries succeed; then rank 1 sends, A's
- *                         receive succeeds and the main thread's calls succeed again */
+ *                         receive succeeds and the main thread's calls succeed again
+ *   comm_misuse objects   (2 ranks) rank 0's thread A blocks in mscclppHostSemaphoreWait; meanwhile
+ *                         destroying that semaphore, and destroying its communicator, are refused
+ *                         naming the semaphore in use (nothing is freed under A); rank 1 signals, A's
+ *                         wait succeeds, then the destroy succeeds. Then A blocks again and
+ *                         mscclppCommAbort ends A's wait (Aborted) and frees everything */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "transport_mp.h"
@@ -141,10 +147,106 @@ static void threads(void) {
   CHECK_OK(mscclppCommDestroy(comm));
 }
 
+struct waiter {
+  mscclppHostSemaphore_t sem;
+  int tid; /* set before the wait */
+  mscclppResult_t res;
+};
+
+static void* semaphore_wait(void* arg) {
+  struct waiter* w = arg;
+  __atomic_store_n(&w->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+  w->res = mscclppHostSemaphoreWait(w->sem, 20000);
+  return NULL;
+}
+
+/* Starts thread A waiting on sem and returns once A sleeps: A sets its tid just before the call
+ * and makes no system call before the wait's backoff, which sleeps (state S in /proc), so a
+ * sleeping A is inside the call (bounded: 10 s). */
+static pthread_t start_waiter(struct waiter* w) {
+  pthread_t th;
+  __atomic_store_n(&w->tid, 0, __ATOMIC_RELEASE);
+  CHECK(pthread_create(&th, NULL, semaphore_wait, w) == 0);
+  for (int i = 0; i < 10000; i++) {
+    int tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
+    char path[64], buf[256] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+    FILE* f = tid ? fopen(path, "r") : NULL;
+    if (f != NULL) {
+      size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+      fclose(f);
+      buf[n] = '\0';
+      const char* st = strrchr(buf, ')'); /* "tid (name) S ..." */
+      if (st != NULL && (st[2] == 'S' || st[2] == 'D')) return th;
+    }
+    sleep_ms(1);
+  }
+  TEST_FAIL("the waiting thread never slept in mscclppHostSemaphoreWait");
+}
+
+static void wait_flag(const char* path) {
+  for (int i = 0; i < 4000 && access(path, F_OK) != 0; i++) sleep_ms(5);
+  CHECK_MSG(access(path, F_OK) == 0, "%s never appeared", path);
+}
+
+static void make_flag(const char* path) {
+  FILE* f = fopen(path, "w");
+  CHECK(f != NULL);
+  fclose(f);
+}
+
+static void objects(void) {
+  int rank, n;
+  mscclppComm_t comm = tmp_init(&rank, &n);
+  CHECK(n == 2);
+  int pids[2] = {0, 0};
+  pids[rank] = (int)getpid();
+  CHECK_OK(mscclppBootstrapAllGather(comm, pids, sizeof(int)));
+  char signal_now[96], aborted[96];
+  snprintf(signal_now, sizeof(signal_now), "/tmp/mpp_comm_misuse_obj_%d_signal", pids[0]);
+  snprintf(aborted, sizeof(aborted), "/tmp/mpp_comm_misuse_obj_%d_aborted", pids[0]);
+  mscclppConnection_t conn;
+  mscclppHostSemaphore_t sem;
+  CHECK_OK(mscclppConnectionCreate(comm, 1 - rank, 0, mscclppTransportTCP, &conn));
+  CHECK_OK(mscclppHostSemaphoreCreate(comm, conn, &sem));
+  if (rank == 1) {
+    wait_flag(signal_now);
+    CHECK_OK(mscclppHostSemaphoreSignal(sem));
+    CHECK_OK(mscclppHostSemaphoreDestroy(sem));
+    CHECK_OK(mscclppHostSemaphoreCreate(comm, conn, &sem)); /* with rank 0's second one (an exchange) */
+    wait_flag(aborted); /* rank 0 aborted: this rank's communicator cannot finish with it */
+    CHECK_OK(mscclppCommAbort(comm));
+    return;
+  }
+  struct waiter w = {.sem = sem};
+  pthread_t th = start_waiter(&w);
+  EXPECT(mscclppHostSemaphoreDestroy(sem), mscclppInvalidUsage, "in use by another thread");
+  EXPECT(mscclppCommDestroy(comm), mscclppInvalidUsage, "host semaphore");
+  CHECK_ERR_MENTIONS("in use by another thread");
+  int me = -1;
+  CHECK_OK(mscclppCommRank(comm, &me)); /* the refused destroy changed nothing */
+  make_flag(signal_now);
+  CHECK(pthread_join(th, NULL) == 0);
+  unlink(signal_now);
+  CHECK_MSG(w.res == mscclppSuccess, "the wait returned %d: %s", (int)w.res, mscclppGetLastError());
+  CHECK_OK(mscclppHostSemaphoreDestroy(sem));
+  CHECK_OK(mscclppHostSemaphoreCreate(comm, conn, &sem));
+  w.sem = sem;
+  th = start_waiter(&w); /* nobody signals this time */
+  CHECK_OK(mscclppCommAbort(comm)); /* ends A's wait, then frees the semaphore and the rest */
+  CHECK(pthread_join(th, NULL) == 0);
+  CHECK_MSG(w.res == mscclppAborted, "the wait under abort returned %d", (int)w.res);
+  EXPECT(mscclppHostSemaphoreSignal(sem), mscclppInvalidUsage, "destroyed with its communicator");
+  make_flag(aborted);
+  sleep_ms(200); /* rank 1 sees the flag before it is removed (it polls every 5 ms) */
+  unlink(aborted);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "handles";
   if (strcmp(mode, "handles") == 0) handles();
   else if (strcmp(mode, "threads") == 0) threads();
+  else if (strcmp(mode, "objects") == 0) objects();
   else TEST_FAIL("unknown mode %s", mode);
   printf("comm_misuse %s: OK\n", mode);
   return 0;

@@ -60,7 +60,7 @@ def bad(args, needle, what, env=None):
 
 HELP = {
     "mscclpp-info": ["--algorithms", "--params", "--help"],
-    "mscclpp-run": ["-n", "--port", "--host", "--grace", "--help"],
+    "mscclpp-run": ["-n", "--nnodes", "--node-rank", "--port", "--host", "--grace", "--help"],
     "mscclpp-perf": ["-b", "-e", "-f", "-i", "-s", "-n", "-w", "-c", "-d", "-o", "-r", "-G", "-a", "-T", "-J", "-t",
                      "-g", "-m", "-N", "-p", "-z", "-y", "-C", "-S", "-R", "-M", "-u", "-I", "-K", "-x", "--json",
                      "--plot", "--cpu", "--gpu", "--nccl", "--help", "allreduce", "sendrecv"],
@@ -92,6 +92,12 @@ def test_errors():
     bad([mrun, "-n", "four", "true"], "'four'", "mscclpp-run -n four")
     bad([mrun, "-n", "2"], "no PROGRAM", "mscclpp-run without a program")
     bad([mrun, "--frob", "-n", "2", "true"], "'--frob'", "mscclpp-run --frob")
+    bad([mrun, "-n", "2", "--nnodes", "2", "--node-rank", "2", "--port", "9", "true"], "[0, 1]", "mscclpp-run --node-rank 2")
+    bad([mrun, "-n", "2", "--nnodes", "2", "--node-rank", "1", "true"], "--port", "mscclpp-run --nnodes without --port")
+    env = dict(os.environ)
+    env.pop("MSCCLPP_BOOTSTRAP_SECRET", None)
+    bad([mrun, "-n", "2", "--nnodes", "2", "--node-rank", "1", "--port", "9", "true"], "MSCCLPP_BOOTSTRAP_SECRET",
+        "mscclpp-run --nnodes without a secret", env)
     bad([plan], "no COMMAND", "mscclpp-plan alone")
     bad([plan, "frobnicate"], "'frobnicate'", "mscclpp-plan frobnicate")
     bad([plan, "run", "x.json", "-n", "four"], "'four'", "mscclpp-plan run -n four")

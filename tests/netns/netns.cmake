@@ -1,0 +1,40 @@
+# Hosts made of network namespaces (label mp): netns_hosts.sh makes HOSTS namespaces linked by veths
+# to a bridge and runs one mscclpp-run per host (--nnodes); it skips (77) where namespaces cannot
+# be made (not root, no `ip`). Each test well under 15 s; ctest's TIMEOUT is above the harness's
+# own limit (NETNS_LIMIT_S, 40 s) so that its cleanup always runs.
+set(_netns_dir ${CMAKE_CURRENT_LIST_DIR})
+mpp_test_target(netns_rank ${_netns_dir}/netns_rank.c)
+mpp_test_target(coll_check ${_netns_dir}/../mp/coll_check.c)
+mpp_test_target(coll_p2p ${_netns_dir}/../mp/coll_p2p.c)
+
+# netns_test(NAME HOSTS RANKS_PER_HOST [INJECT --kill=R|--cut=H] PROGRAM ARGS...)
+function(netns_test name hosts rph)
+  cmake_parse_arguments(T "" "INJECT" "" ${ARGN})
+  add_test(NAME ${name} COMMAND ${_netns_dir}/netns_hosts.sh ${hosts} ${rph} $<TARGET_FILE:mscclpp-run> ${T_INJECT}
+                                -- ${T_UNPARSED_ARGUMENTS})
+  set_tests_properties(${name} PROPERTIES LABELS mp TIMEOUT 60 SKIP_RETURN_CODE 77)
+endfunction()
+
+# Host identity: ranks of a namespace are one host (shm, local rank/size), of two are two (tcp);
+# also when every rank sets one MSCCLPP_HOSTID (the namespace stays part of the identity).
+netns_test(netns_probe_2x2 2 2 $<TARGET_FILE:netns_rank> probe 2)
+netns_test(netns_probe_4x2 4 2 $<TARGET_FILE:netns_rank> probe 2)
+netns_test(netns_probe_samehostid_2x2 2 2 $<TARGET_FILE:netns_rank> probe 2)
+set_tests_properties(netns_probe_samehostid_2x2 PROPERTIES ENVIRONMENT "MSCCLPP_HOSTID=one-machine")
+# MSCCLPP_HOSTID alone (no namespaces, no root): 2 stand-in hosts of 2 ranks.
+mpp_mp_test(netns_rank NRANKS 4 TESTNAME netns_hostid_n4 ARGS hostid 2 SOURCES ${_netns_dir}/netns_rank.c)
+
+# Every collective across hosts over tcp (shm inside a host), checked element by element.
+netns_test(netns_coll_2x2 2 2 $<TARGET_FILE:coll_check> -d int32,float,bfloat16 -o sum,premulsum,max -n 1,1000)
+netns_test(netns_coll_4x1 4 1 $<TARGET_FILE:coll_check> -d int8,double,half -o sum,min -n 7,999)
+netns_test(netns_coll_4x2 4 2 $<TARGET_FILE:coll_check> -d float -o sum -n 13)
+# Send/recv in groups in every order between every pair, across hosts and inside them.
+netns_test(netns_p2p_2x2 2 2 $<TARGET_FILE:coll_p2p> 2)
+set_tests_properties(netns_coll_2x2 netns_coll_4x1 netns_coll_4x2 netns_p2p_2x2 PROPERTIES ENVIRONMENT
+                     "MSCCLPP_ALGO_CPU_SCRATCH=4096")
+
+# A peer killed, or its host's link cut: every survivor fails within 2 s naming it. A cut link is
+# silence, seen by the bootstrap's stall check: 1 s here (default 2 s) leaves 1 s of slack.
+netns_test(netns_kill_4x1 4 1 INJECT --kill=2 $<TARGET_FILE:netns_rank> fail 2)
+netns_test(netns_cut_4x1 4 1 INJECT --cut=2 $<TARGET_FILE:netns_rank> fail 2)
+set_tests_properties(netns_cut_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_STALL_MS=1000")
