@@ -23,7 +23,9 @@ mscclppResult_t bootstrap_unique_id(mscclppUniqueId* id);
 mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, mscclppUniqueId* id);
 
 /* Stops the root of id if this process runs it and it still waits (a failed init of rank 0): the
- * ranks that joined fail at once and the port is free for a retry. A no-op otherwise. */
+ * ranks that joined fail at once, told that rank 0's init failed, and the port is free for a retry.
+ * When this process ran out of fds, the root instead tells every rank so for its last seconds (a
+ * retry needs a higher limit anyway). A no-op otherwise. */
 void bootstrap_root_stop(const mscclppUniqueId* id);
 
 /* Joins the rendezvous named by id as rank of nranks. timeout_ms bounds every later wait. */

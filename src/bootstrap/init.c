@@ -29,7 +29,7 @@ mscclppResult_t bootstrap_unique_id(mscclppUniqueId* id) {
   MPP_CHECK(wire_random_secret(w.secret));
   union sock_addr local;
   MPP_CHECK(sock_local_addr(&local));
-  MPP_CHECK(boot_root_start(&local, w.secret, &w.root));
+  MPP_CHECK(boot_root_start(&local, w.secret, -1, &w.root));
   return wire_encode_id(&w, id);
 }
 
@@ -42,7 +42,7 @@ mscclppResult_t bootstrap_id_from_address(const char* host_port, int rank, msccl
   MPP_CHECK(boot_address_secret(rank, w.secret));
   if (rank == 0) {
     union sock_addr bound;
-    mscclppResult_t res = boot_root_start(&w.root, w.secret, &bound);
+    mscclppResult_t res = boot_root_start(&w.root, w.secret, 0, &bound);
     if (res != mscclppSuccess) return BOOT_WRAP(res, "starting the bootstrap root on %s", host_port);
   }
   return wire_encode_id(&w, id);
@@ -91,8 +91,10 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   if (!b->addrs || !b->peer_gone || !b->send_fds || !b->paused || !b->paused_tag || !b->left_ns)
     return MPP_ERR(mscclppSystemError, "bootstrap: no memory for %d ranks", nranks);
   for (int i = 0; i < nranks; i++) b->send_fds[i] = -1;
-  if (pipe2(b->wake_fds, O_CLOEXEC | O_NONBLOCK) < 0)
-    return MPP_ERRNO(mscclppSystemError, errno, "bootstrap: pipe for the progress thread");
+  if (pipe2(b->wake_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+    int e = errno;
+    return MPP_ERRNO(mscclppSystemError, e, "bootstrap: pipe for the progress thread%s", sock_fd_hint(e));
+  }
   return mscclppSuccess;
 }
 
@@ -116,28 +118,27 @@ static mscclppResult_t boot_listen(struct bootstrap* b) {
   return mscclppSuccess;
 }
 
-/* Sends our hello to the root and receives every rank's listen address. */
+/* Sends our hello to the root and receives every rank's listen address, or why the rendezvous
+ * failed (the root's failure reply, checked against our handshake). */
 static mscclppResult_t join_root(struct bootstrap* b, uint64_t deadline) {
   char what[INET6_ADDRSTRLEN + 64], a[INET6_ADDRSTRLEN + 16];
   snprintf(what, sizeof(what), "the bootstrap root at %s", sock_addr_str(&b->root, a, sizeof(a)));
   int fd = -1;
   mscclppResult_t res = sock_connect(&b->root, deadline, &fd);
   if (res != mscclppSuccess) return BOOT_WRAP(res, "bootstrap init of rank %d: connecting to %s", b->rank, what);
-  size_t len = wire_table_bytes(b->nranks);
-  uint8_t* buf = malloc(len);
-  res = buf ? boot_send_hello(b, fd, WIRE_KIND_ROOT, deadline, what)
-            : MPP_ERR(mscclppSystemError, "bootstrap: no memory for a %zu-byte table", len);
-  if (res == mscclppSuccess) res = boot_recv_all_w(b, fd, buf, len, deadline, what);
-  if (res == mscclppSuccess) res = wire_decode_table(buf, len, b->nranks, b->addrs);
-  free(buf);
+  struct boot_transcript t;
+  res = boot_send_hello_kept(b, fd, WIRE_KIND_ROOT, deadline, what, &t);
+  int told = 0; /* the root said why it failed */
+  if (res == mscclppSuccess) res = boot_root_read_reply(b, fd, &t, deadline, what, &told);
   sock_close(&fd);
-  if (res != mscclppSuccess) {
+  if (res != mscclppSuccess && !told) {
     char why[512];
     if (boot_root_failure(&b->root, why, sizeof(why))) /* our own root failed: say why */
       return MPP_ERR(res, "bootstrap init of rank %d of %d: the root failed: %s", b->rank, b->nranks, why);
     return BOOT_WRAP(res, "bootstrap init of rank %d of %d: waiting for the address table (the root runs in rank 0's "
-                     "process: its log says why it failed)", b->rank, b->nranks);
+                     "process, or the one that made the unique id: its log says why it failed)", b->rank, b->nranks);
   }
+  if (res != mscclppSuccess) return res;
   uint8_t mine[WIRE_ADDR_BYTES], listed[WIRE_ADDR_BYTES];
   wire_encode_addr(&b->my_addr, mine);
   wire_encode_addr(&b->addrs[b->rank], listed);

@@ -131,6 +131,14 @@ mscclppResult_t boot_hello_start(struct bootstrap* b, int fd, int kind, uint64_t
                                  uint8_t hello[WIRE_HELLO_BYTES]);
 mscclppResult_t boot_hello_finish(struct bootstrap* b, int fd, const uint8_t hello[WIRE_HELLO_BYTES],
                                   const uint8_t chal[AUTH_CHALLENGE_BYTES], uint64_t deadline_ns, const char* what);
+/* The same, keeping the handshake's transcript: what an answer bound to it (the root's failure
+ * reply) is checked against. */
+struct boot_transcript {
+  uint8_t hello[WIRE_HELLO_BYTES]; /* ours, as sent */
+  uint8_t nonce[WIRE_NONCE_BYTES]; /* the accepting side's challenge nonce */
+};
+mscclppResult_t boot_send_hello_kept(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what,
+                                     struct boot_transcript* t);
 /* Records "context: <the error already recorded>" as the last error and returns res. */
 mscclppResult_t boot_wrap(mscclppResult_t res, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -147,15 +155,31 @@ mscclppResult_t boot_address_secret(int rank, uint8_t secret[WIRE_SECRET_BYTES])
 /* ---- root.c ---- */
 
 /* Listens on addr (an error naming it when that fails) and starts a detached thread serving one
- * rendezvous with the given secret. *bound gets the address actually listened on. */
-mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES],
+ * rendezvous with the given secret. owner: the rank whose process this is (-1: unknown, a unique
+ * id's maker), named when the root itself fails. *bound gets the address actually listened on. */
+mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES], int owner,
                                 union sock_addr* bound);
 /* Stops this process's root on addr's port with that secret, if one still collects ranks: it
- * closes every rank's connection and its listener; returns once the port is free (at most 2 s).
- * A root whose rendezvous failed is left to turn late ranks away for its last few seconds. */
+ * tells every joined rank that the owner's init failed, closes its listener and returns once the
+ * port is free (at most 2 s). When this process ran out of fds it instead fails the rendezvous with
+ * that cause and lingers like any failed root, so that every rank learns it. A root whose
+ * rendezvous failed is left to tell late ranks why for its last few seconds. */
 void boot_root_stop(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES]);
 /* Why this process's root on addr's port failed last (into buf), or NULL when none of its did. */
 const char* boot_root_failure(const union sock_addr* addr, char* buf, size_t len);
+
+/* ---- root_reply.c: what a failed rendezvous tells the ranks ---- */
+
+/* The failure in words, for rank `me` (-1: the root's own log), e.g. "rank 3 hung up during the
+ * rendezvous ...". */
+const char* boot_root_fail_text(const struct wire_fail* f, int me, char* buf, size_t len);
+/* The result code a rank returns for f. */
+mscclppResult_t boot_root_fail_code(const struct wire_fail* f, int me);
+/* Rank side: reads the root's answer to a finished handshake t: the table into b->addrs, or a
+ * failure, whose MAC is checked against t, as an error saying why the rendezvous failed (*told
+ * set to 1; 0 for any other error). */
+mscclppResult_t boot_root_read_reply(struct bootstrap* b, int fd, const struct boot_transcript* t, uint64_t deadline_ns,
+                                     const char* what, int* told);
 
 /* ---- progress.c ---- */
 

@@ -176,12 +176,19 @@ mscclppResult_t boot_hello_finish(struct bootstrap* b, int fd, const uint8_t hel
 }
 
 mscclppResult_t boot_send_hello(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what) {
-  uint8_t hello[WIRE_HELLO_BYTES], chal[AUTH_CHALLENGE_BYTES];
-  MPP_CHECK(boot_hello_start(b, fd, kind, deadline_ns, what, hello));
+  struct boot_transcript t;
+  return boot_send_hello_kept(b, fd, kind, deadline_ns, what, &t);
+}
+
+mscclppResult_t boot_send_hello_kept(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what,
+                                     struct boot_transcript* t) {
+  uint8_t chal[AUTH_CHALLENGE_BYTES];
+  MPP_CHECK(boot_hello_start(b, fd, kind, deadline_ns, what, t->hello));
   mscclppResult_t res = boot_recv_all_w(b, fd, chal, sizeof(chal), deadline_ns, what);
   if (res == mscclppRemoteError && !given_up(b))
     return BOOT_WRAP(res, "handshake: %s refused our hello (a rank of another job, another library version, or a "
                      "process that is not this job's)", what);
   if (res != mscclppSuccess) return BOOT_WRAP(res, "handshake: waiting for the challenge of %s", what);
-  return boot_hello_finish(b, fd, hello, chal, deadline_ns, what);
+  memcpy(t->nonce, chal + 8, WIRE_NONCE_BYTES); /* the challenge's nonce (util/auth.h layout) */
+  return boot_hello_finish(b, fd, t->hello, chal, deadline_ns, what);
 }

@@ -3,8 +3,14 @@
  * proves to the rank that we hold the job's key, its proof proves the same to us), then sends
  * every rank the table of all listen addresses and exits. A connection counts only once its proof
  * is checked: strangers learn nothing and change nothing; they are refused and logged (rate-limited)
- * while the root keeps waiting for real ranks. A rank that hangs up before the table is sent, a duplicate rank or a
- * mismatched nranks ends the rendezvous: every connection is closed, so the ranks fail at once. */
+ * while the root keeps waiting for real ranks.
+ *
+ * A failed rendezvous (this process out of fds, a joined rank that hangs up, a duplicate rank, a
+ * mismatched nranks, the owner's failed init) is told to every rank: each joined rank gets a
+ * failure reply (wire.h: a cause, ranks and values, MACed over its own handshake) in place of the
+ * table, and for a while (the linger) later ranks still run their handshake and get the same
+ * reply, so every rank's error says why. One fd stays reserved (/dev/null) so that even a process
+ * with none left can accept, answer and close one late rank at a time. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -12,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,8 +33,14 @@
 #define ROOT_HELLO_MS 10000          /* how long one connection may take to send its hello */
 #define ROOT_GRACE_MS 5000 /* the root outlives the ranks' own deadline by this much */
 #define ROOT_POLL_MS 200
-#define ROOT_LINGER_MS 10000 /* after a failure, late ranks are turned away this long */
+#define ROOT_LINGER_MS 10000 /* after a failure, late ranks are told why this long */
 #define ROOT_SLACK_MS 500 /* a rank hanging up this close to its own deadline timed out; it did not die */
+#define ROOT_FD_PAUSE_MS 100 /* out of fds with no spare: the listener waits this long before another try */
+#define ROOT_REPLY_MS 200    /* how long one failure reply may take to send */
+
+/* boot_root_stop's request: give up now (its port free at once), or, when this process ran out of
+ * fds, fail with that cause and linger (a retry needs a higher limit anyway). */
+enum { ROOT_RUN = 0, ROOT_STOP_NOW = 1, ROOT_STOP_FDS = 2 };
 
 struct pending {
   int fd;
@@ -42,15 +55,25 @@ struct pending {
 
 struct root {
   struct root* next; /* in the list of running roots (roots_mu) */
-  _Atomic int stop;  /* boot_root_stop: give up now, without lingering */
-  int lingering;     /* the rendezvous failed: late ranks are being turned away (roots_mu) */
+  /* ROOT_STOP_*, stored by boot_root_stop in another thread and read by the root's loops once per
+   * round; it publishes nothing else (the listener's shutdown, if any, only wakes the poll). */
+  _Atomic int stop;
+  int lingering;     /* the rendezvous failed: late ranks are being told why (roots_mu) */
+  int owner;         /* the rank whose process runs this root; -1: the one that made a unique id */
   union sock_addr bound;
   int listen_fd;
+  int spare_fd;                  /* /dev/null, closed to make room for one accept when out of fds */
+  uint64_t listen_paused_ns;     /* out of fds without a spare: the listener is not polled until then */
+  uint64_t shortages_at_start;   /* err_shortages() when the root started */
+  int failed;                    /* the rendezvous failed: proved ranks get `fail` */
+  struct wire_fail fail;
   uint8_t key[WIRE_KEY_BYTES]; /* the handshakes' key (wire_boot_key) */
   struct log_rate refusals;
   uint64_t deadline_ns;
   int nranks, joined; /* nranks 0 until the first valid hello */
+  int first_rank;     /* the rank whose hello fixed nranks */
   int* fds;           /* [nranks] joined ranks' connections, -1 until they join */
+  struct boot_transcript* trans; /* [nranks] joined ranks' handshakes (what a failure reply is MACed over) */
   uint64_t* give_up_ns; /* [nranks] when a joined rank's own timeout ends; 0 until it joins */
   union sock_addr* addrs;
   struct pending pend[ROOT_MAX_PENDING];
@@ -74,13 +97,49 @@ static void drop_pending(struct root* r, int i) {
   r->pend[i] = r->pend[--r->npend];
 }
 
-/* Takes the first valid hello: fixes nranks and the deadline. */
+/* Records why the rendezvous failed (the first cause wins) and returns the error saying so, in the
+ * words every rank will read. */
+static mscclppResult_t root_fail(struct root* r, struct wire_fail f) {
+  if (!r->failed) r->fail = f;
+  r->failed = 1;
+  char why[400];
+  return MPP_ERR(boot_root_fail_code(&r->fail, -1), "bootstrap root: the rendezvous failed: %s",
+                 boot_root_fail_text(&r->fail, -1, why, sizeof(why)));
+}
+
+/* Why this process ran out of fds: `e` (EMFILE or ENFILE) and its soft RLIMIT_NOFILE. */
+static struct wire_fail fd_failure(const struct root* r, int e) {
+  struct rlimit rl;
+  int limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < INT32_MAX ? (int)rl.rlim_cur : -1;
+  return (struct wire_fail){.cause = WIRE_FAIL_FDS, .rank = r->owner, .value = e, .other_rank = -1,
+                            .other_value = limit};
+}
+
+/* Sends the failure reply to a proved rank whose handshake was t (without blocking for long: it
+ * fits any fresh connection's send buffer). */
+static void send_fail(struct root* r, int fd, const struct boot_transcript* t) {
+  uint8_t msg[WIRE_FAIL_BYTES];
+  wire_encode_fail(&r->fail, r->key, t->hello, t->nonce, msg);
+  int quiet = err_quiet(1); /* a rank that has gone already finds out on its own */
+  if (boot_send_all(fd, msg, sizeof(msg), time_deadline_ms(ROOT_REPLY_MS), "a rank") != mscclppSuccess)
+    LOG_DEBUG_(LOG_SUB_BOOTSTRAP, "bootstrap root: could not tell a rank why the rendezvous failed: %s", err_last());
+  err_quiet(quiet);
+}
+
+/* Takes the first valid hello (of `rank`): fixes nranks and the deadline. */
 static mscclppResult_t first_join(struct root* r, const struct wire_hello* h) {
-  r->nranks = h->nranks;
   r->fds = malloc(sizeof(int) * (size_t)h->nranks);
+  r->trans = malloc(sizeof(*r->trans) * (size_t)h->nranks);
   r->addrs = calloc((size_t)h->nranks, sizeof(*r->addrs));
   r->give_up_ns = calloc((size_t)h->nranks, sizeof(*r->give_up_ns));
-  if (!r->fds || !r->addrs || !r->give_up_ns) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory for %d ranks", h->nranks);
+  if (!r->fds || !r->trans || !r->addrs || !r->give_up_ns) { /* nranks stays 0: nothing to close */
+    free(r->fds), free(r->trans), free(r->addrs), free(r->give_up_ns);
+    r->fds = NULL, r->trans = NULL, r->addrs = NULL, r->give_up_ns = NULL;
+    return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_INTERNAL, .rank = r->owner, .value = ENOMEM,
+                                           .other_rank = -1}); /* "failed: Cannot allocate memory" */
+  }
+  r->nranks = h->nranks;
+  r->first_rank = h->rank;
   for (int i = 0; i < h->nranks; i++) r->fds[i] = -1;
   if (h->timeout_ms > 0) {
     uint64_t d = time_deadline_ms((int64_t)h->timeout_ms + ROOT_GRACE_MS);
@@ -118,8 +177,43 @@ static void check_hello(struct root* r, int i) {
   p->got = 0;
 }
 
+/* Pending connection i has proved the key but cannot join: it learns why (the failure recorded by
+ * the caller, or the earlier one), and the connection ends. */
+static void answer_failed(struct root* r, int i) {
+  struct boot_transcript t;
+  memcpy(t.hello, r->pend[i].hello, sizeof(t.hello));
+  memcpy(t.nonce, r->pend[i].nonce, sizeof(t.nonce));
+  send_fail(r, r->pend[i].fd, &t);
+  drop_pending(r, i);
+}
+
+/* Records the proved rank h of pending connection i as joined, or fails the rendezvous on a
+ * different nranks or a duplicate rank (telling that rank too). */
+static mscclppResult_t join(struct root* r, int i, const struct wire_hello* h) {
+  struct pending* p = &r->pend[i];
+  mscclppResult_t res = r->nranks == 0 ? first_join(r, h) : mscclppSuccess;
+  if (res == mscclppSuccess && h->nranks != r->nranks)
+    res = root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_NRANKS, .rank = h->rank, .value = h->nranks,
+                                          .other_rank = r->first_rank, .other_value = r->nranks});
+  else if (res == mscclppSuccess && r->give_up_ns[h->rank] != 0)
+    res = root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_TWICE, .rank = h->rank, .other_rank = -1});
+  if (res != mscclppSuccess) {
+    answer_failed(r, i);
+    return res;
+  }
+  r->fds[h->rank] = p->fd;
+  memcpy(r->trans[h->rank].hello, p->hello, sizeof(p->hello));
+  memcpy(r->trans[h->rank].nonce, p->nonce, sizeof(p->nonce));
+  r->give_up_ns[h->rank] = h->timeout_ms ? time_deadline_ms((int64_t)h->timeout_ms - ROOT_SLACK_MS) : UINT64_MAX;
+  r->addrs[h->rank] = h->addr;
+  r->joined++;
+  p->fd = -1;
+  drop_pending(r, i);
+  return mscclppSuccess;
+}
+
 /* Checks the complete proof of pending connection i: refuses strangers (logged, connection closed),
- * records a rank, or fails the rendezvous on a duplicate rank or a different nranks. */
+ * records a rank, or (once the rendezvous has failed) tells the rank why. */
 static mscclppResult_t finish_hello(struct root* r, int i) {
   struct pending* p = &r->pend[i];
   char a[INET6_ADDRSTRLEN + 16];
@@ -130,18 +224,12 @@ static mscclppResult_t finish_hello(struct root* r, int i) {
     return mscclppSuccess;
   }
   MPP_CHECK(wire_decode_hello(p->hello, sizeof(p->hello), &h)); /* checked before */
-  if (r->nranks == 0) MPP_CHECK(first_join(r, &h));
-  if (h.nranks != r->nranks)
-    return MPP_ERR(mscclppInvalidUsage, "bootstrap root: rank %d (%s) says nranks %d, earlier ranks said %d", h.rank, a,
-                   h.nranks, r->nranks);
-  if (r->give_up_ns[h.rank] != 0)
-    return MPP_ERR(mscclppInvalidUsage, "bootstrap root: rank %d joined twice (second from %s)", h.rank, a);
-  r->fds[h.rank] = p->fd;
-  r->give_up_ns[h.rank] = h.timeout_ms ? time_deadline_ms((int64_t)h.timeout_ms - ROOT_SLACK_MS) : UINT64_MAX;
-  r->addrs[h.rank] = h.addr;
-  r->joined++;
-  p->fd = -1;
-  drop_pending(r, i);
+  if (r->failed) {
+    LOG_DEBUG_(LOG_SUB_BOOTSTRAP, "bootstrap root: telling rank %d (%s) that the rendezvous failed", h.rank, a);
+    answer_failed(r, i);
+    return mscclppSuccess;
+  }
+  MPP_CHECK(join(r, i, &h));
   LOG_DEBUG_(LOG_SUB_BOOTSTRAP, "bootstrap root: rank %d of %d joined from %s", h.rank, r->nranks, a);
   return mscclppSuccess;
 }
@@ -165,17 +253,28 @@ static mscclppResult_t read_pending(struct root* r, int i) {
   return finish_hello(r, i);
 }
 
-/* Accepts one connection. Out of fds the listener stays readable: the rendezvous fails at once,
- * saying so, instead of spinning until the deadline. */
+/* Out of fds at accept(). While collecting, that fails the rendezvous (every joined rank holds one
+ * of ours; closing them after the failure replies makes room). Once failed, the spare fd makes room
+ * for this one connection; without a spare the listener rests ROOT_FD_PAUSE_MS (no spinning). */
+static mscclppResult_t accept_short(struct root* r, int e, int* fd, union sock_addr* a) {
+  if (!r->failed) return root_fail(r, fd_failure(r, e));
+  if (r->spare_fd >= 0) {
+    sock_close(&r->spare_fd);
+    socklen_t alen = sizeof(*a);
+    *fd = accept4(r->listen_fd, &a->sa, &alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  }
+  if (*fd < 0) r->listen_paused_ns = time_deadline_ms(ROOT_FD_PAUSE_MS);
+  return mscclppSuccess;
+}
+
+/* Accepts one connection as a pending handshake. */
 static mscclppResult_t accept_one(struct root* r) {
   union sock_addr a;
   socklen_t alen = sizeof(a);
   int fd = accept4(r->listen_fd, &a.sa, &alen, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-    int e = errno;
-    return MPP_ERRNO(mscclppSystemError, e, "bootstrap root (in rank 0's process): accepting a rank's connection%s",
-                     sock_fd_hint(e));
-  }
+  if (fd < 0 && (errno == EMFILE || errno == ENFILE)) MPP_CHECK(accept_short(r, errno, &fd, &a));
+  else if (fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+    r->listen_paused_ns = time_deadline_ms(ROOT_FD_PAUSE_MS); /* e.g. ENOBUFS: no spinning on it either */
   if (fd < 0) return mscclppSuccess; /* EAGAIN, or a connection that went away */
   if (r->npend == ROOT_MAX_PENDING) { /* drop the oldest: real ranks send their hello at once */
     int oldest = 0;
@@ -197,7 +296,7 @@ static mscclppResult_t accept_one(struct root* r) {
 static mscclppResult_t joined_hung_up(struct root* r, int k) {
   sock_close(&r->fds[k]);
   if (time_now_ns() < r->give_up_ns[k])
-    return MPP_ERR(mscclppRemoteError, "bootstrap root: rank %d hung up before every rank had joined", k);
+    return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_HUNG_UP, .rank = k, .other_rank = -1});
   log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: rank %d gave up waiting (%d of %d ranks have joined)", k,
           r->joined, r->nranks);
   uint64_t d = time_deadline_ms(ROOT_GRACE_MS);
@@ -205,44 +304,74 @@ static mscclppResult_t joined_hung_up(struct root* r, int k) {
   return mscclppSuccess;
 }
 
-/* One poll round over the listener, unfinished hellos and joined ranks (whose hang-up is fatal). */
-static mscclppResult_t poll_round(struct root* r, struct pollfd* pfds) {
-  int n = 0, njoined = r->nranks;
-  pfds[n++] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
-  for (int i = 0; i < r->npend; i++) pfds[n++] = (struct pollfd){.fd = r->pend[i].fd, .events = POLLIN};
-  for (int k = 0; k < njoined; k++) pfds[n++] = (struct pollfd){.fd = r->fds[k], .events = POLLIN};
-  int64_t left = time_left_ms(r->deadline_ns);
-  if (poll(pfds, (nfds_t)n, left < ROOT_POLL_MS ? (int)left : ROOT_POLL_MS) < 0 && errno != EINTR)
-    return MPP_ERRNO(mscclppSystemError, errno, "bootstrap root: poll");
-  for (int k = 0; k < njoined; k++)
-    if (r->fds[k] >= 0 && pfds[1 + r->npend + k].revents) MPP_CHECK(joined_hung_up(r, k));
+/* One poll round, until `end` at most, over the listener (unless resting for lack of fds),
+ * unfinished handshakes and joined ranks (whose hang-up is fatal). Only open fds are polled:
+ * poll() refuses more entries than RLIMIT_NOFILE (EINVAL), and a root short of fds has few open.
+ * pfds holds 1 + ROOT_MAX_PENDING + nranks entries, joined nranks (which rank each entry is). */
+static mscclppResult_t poll_round(struct root* r, struct pollfd* pfds, int* joined, uint64_t end) {
+  if (r->spare_fd < 0) r->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* again, once fds allow */
   uint64_t now = time_now_ns();
-  for (int i = r->npend - 1; i >= 0; i--) {
-    if (pfds[1 + i].revents)
+  int rest = now < r->listen_paused_ns, listening = !rest && r->listen_fd >= 0;
+  int n = 0, npend = r->npend, nj = 0;
+  if (listening) pfds[n++] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+  for (int i = 0; i < npend; i++) pfds[n++] = (struct pollfd){.fd = r->pend[i].fd, .events = POLLIN};
+  for (int k = 0; k < r->nranks; k++)
+    if (r->fds[k] >= 0) joined[nj++] = k, pfds[n++] = (struct pollfd){.fd = r->fds[k], .events = POLLIN};
+  if (rest && r->listen_paused_ns < end) end = r->listen_paused_ns;
+  int64_t left = time_left_ms(end);
+  if (poll(pfds, (nfds_t)n, left < ROOT_POLL_MS ? (int)(left > 0 ? left : 0) : ROOT_POLL_MS) < 0 && errno != EINTR)
+    return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_INTERNAL, .rank = r->owner, .value = errno,
+                                           .other_rank = -1});
+  const struct pollfd* pend = pfds + listening;
+  for (int j = 0; j < nj; j++)
+    if (pend[npend + j].revents) MPP_CHECK(joined_hung_up(r, joined[j]));
+  now = time_now_ns();
+  for (int i = npend - 1; i >= 0; i--) {
+    if (pend[i].revents)
       MPP_CHECK(read_pending(r, i));
     else if (now > r->pend[i].deadline_ns)
       refuse(r, i, "no complete handshake in time");
   }
   log_rate_tick(&r->refusals, LOG_SUB_BOOTSTRAP);
-  return pfds[0].revents ? accept_one(r) : mscclppSuccess;
+  return listening && pfds[0].revents ? accept_one(r) : mscclppSuccess;
+}
+
+/* The lowest rank that has not joined (0 before anyone has). */
+static int first_missing(const struct root* r) {
+  for (int k = 0; r->fds && k < r->nranks; k++)
+    if (r->give_up_ns[k] == 0) return k;
+  return 0;
+}
+
+/* Why boot_root_stop stopped the rendezvous. */
+static mscclppResult_t stopped(struct root* r, int how) {
+  int e = 0;
+  if (how == ROOT_STOP_FDS && err_shortages(&e) > r->shortages_at_start && (e == EMFILE || e == ENFILE))
+    return root_fail(r, fd_failure(r, e));
+  return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_STOPPED, .rank = r->owner, .other_rank = -1});
 }
 
 /* Collects hellos until every rank has joined or the deadline passes. */
 static mscclppResult_t collect(struct root* r) {
   while (r->nranks == 0 || r->joined < r->nranks) {
-    if (atomic_load(&r->stop)) return MPP_ERR(mscclppAborted, "bootstrap root: stopped (rank 0's init failed)");
+    int how = atomic_load(&r->stop);
+    if (how != ROOT_RUN) return stopped(r, how);
     if (time_left_ms(r->deadline_ns) <= 0)
-      return MPP_ERR(mscclppTimeout, "bootstrap root: %d of %d ranks joined before the timeout", r->joined, r->nranks);
+      return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_TIMEOUT, .rank = first_missing(r),
+                                             .value = r->joined, .other_rank = -1, .other_value = r->nranks});
     size_t cap = 1 + ROOT_MAX_PENDING + (size_t)r->nranks;
     struct pollfd* pfds = malloc(cap * sizeof(*pfds));
-    if (!pfds) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory to poll %zu sockets", cap);
-    mscclppResult_t res = poll_round(r, pfds);
+    int* joined = malloc(((size_t)r->nranks + 1) * sizeof(int));
+    mscclppResult_t res = pfds && joined ? poll_round(r, pfds, joined, r->deadline_ns)
+                                         : root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_INTERNAL, .rank = r->owner,
+                                                                           .value = ENOMEM, .other_rank = -1});
     free(pfds);
+    free(joined);
     MPP_CHECK(res);
   }
   for (int k = 0; k < r->nranks; k++)
-    if (r->fds[k] < 0)
-      return MPP_ERR(mscclppRemoteError, "bootstrap root: rank %d gave up before the last rank joined", k);
+    if (r->fds[k] < 0) /* it gave up near its deadline (joined_hung_up) */
+      return root_fail(r, (struct wire_fail){.cause = WIRE_FAIL_HUNG_UP, .rank = k, .value = 1, .other_rank = -1});
   return mscclppSuccess;
 }
 
@@ -267,33 +396,39 @@ static void root_free(struct root* r) {
   for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
   for (int k = 0; r->fds && k < r->nranks; k++) sock_close(&r->fds[k]);
   sock_close(&r->listen_fd);
+  sock_close(&r->spare_fd);
   free(r->fds);
+  free(r->trans);
   free(r->give_up_ns);
   free(r->addrs);
   free(r);
 }
 
-/* After a failed rendezvous: closes every joined or pending connection at once, then for a while
- * accepts and closes late ranks' connections, so that they fail at once instead of retrying until
- * their timeout. */
+/* After a failed rendezvous: tells every joined rank why and closes its connection (making room
+ * when fds ran out), then for a while keeps running the handshakes of pending and late ranks,
+ * answering each proved one with the same failure, so they fail at once saying why instead of
+ * retrying until their timeout. Stopped by a failed init of the owner (not for lack of fds), it
+ * does not linger: the port is freed for a retry at once. */
 static void fail_everyone(struct root* r) {
-  log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: rendezvous failed; closing every rank's connection");
+  log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap root: rendezvous failed; telling every rank why");
   pthread_mutex_lock(&roots_mu); /* a failed rendezvous is not cut short: late ranks learn at once */
   r->lingering = 1;
   pthread_mutex_unlock(&roots_mu);
+  for (int k = 0; r->fds && k < r->nranks; k++)
+    if (r->fds[k] >= 0) {
+      send_fail(r, r->fds[k], &r->trans[k]);
+      sock_close(&r->fds[k]);
+    }
+  int now_only = atomic_load(&r->stop) == ROOT_STOP_NOW;
+  uint64_t end = now_only ? 0 : time_deadline_ms(ROOT_LINGER_MS);
+  if (end > r->deadline_ns) end = r->deadline_ns;
+  struct pollfd pfds[1 + ROOT_MAX_PENDING];
+  int saved_nranks = r->nranks;
+  r->nranks = 0; /* no joined rank left to poll */
+  while (time_left_ms(end) > 0 && atomic_load(&r->stop) != ROOT_STOP_NOW) (void)poll_round(r, pfds, NULL, end);
+  r->nranks = saved_nranks;
   for (int i = 0; i < r->npend; i++) sock_close(&r->pend[i].fd);
   r->npend = 0;
-  for (int k = 0; r->fds && k < r->nranks; k++) sock_close(&r->fds[k]);
-  uint64_t end = atomic_load(&r->stop) ? 0 : time_deadline_ms(ROOT_LINGER_MS);
-  if (end > r->deadline_ns) end = r->deadline_ns;
-  for (int64_t left; (left = time_left_ms(end)) > 0;) {
-    struct pollfd p = {.fd = r->listen_fd, .events = POLLIN};
-    if (poll(&p, 1, (int)left) > 0) {
-      int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0) close(fd);
-      if (fd < 0 && (errno == EMFILE || errno == ENFILE)) break; /* cannot turn them away: no spinning */
-    }
-  }
 }
 
 /* Closes r's listener and unlists r, under roots_mu (a stopper may be looking at its fd). */
@@ -314,6 +449,10 @@ static void* root_main(void* arg) {
   mscclppResult_t res = collect(r);
   if (res == mscclppSuccess) res = send_tables(r);
   if (res != mscclppSuccess) {
+    if (!r->failed) { /* a failure of the root itself: its log (the error below) says more */
+      r->failed = 1;
+      r->fail = (struct wire_fail){.cause = WIRE_FAIL_INTERNAL, .rank = r->owner, .other_rank = -1};
+    }
     log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "%s", err_last());
     pthread_mutex_lock(&roots_mu);
     snprintf(last_failure, sizeof(last_failure), "%s", err_last());
@@ -339,8 +478,13 @@ void boot_root_stop(const union sock_addr* addr, const uint8_t secret[WIRE_SECRE
   for (struct root* r = roots; r && !found; r = r->next)
     if (same_port(&r->bound, addr) && auth_equal(r->key, key, sizeof(key))) found = r;
   if (found && found->lingering) found = NULL; /* ends within ROOT_LINGER_MS on its own */
+  int e = 0;
+  if (found && err_shortages(&e) > found->shortages_at_start && (e == EMFILE || e == ENFILE)) {
+    atomic_store(&found->stop, ROOT_STOP_FDS); /* it fails within a poll round and tells every rank */
+    found = NULL;
+  }
   if (found) {
-    atomic_store(&found->stop, 1);
+    atomic_store(&found->stop, ROOT_STOP_NOW);
     if (found->listen_fd >= 0) shutdown(found->listen_fd, SHUT_RDWR); /* wakes its poll */
   }
   uint64_t end = time_deadline_ms(2000); /* it is gone within one poll round; bounded anyway */
@@ -376,7 +520,7 @@ static void wait_finished_root(const union sock_addr* addr) {
   pthread_mutex_unlock(&roots_mu);
 }
 
-mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES],
+mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secret[WIRE_SECRET_BYTES], int owner,
                                 union sock_addr* bound) {
   union sock_addr any_port = *addr; /* port 0 (any): nothing to wait for */
   if (any_port.sa.sa_family == AF_INET6) any_port.sin6.sin6_port = 0;
@@ -385,6 +529,10 @@ mscclppResult_t boot_root_start(const union sock_addr* addr, const uint8_t secre
   struct root* r = calloc(1, sizeof(*r));
   if (!r) return MPP_ERR(mscclppSystemError, "bootstrap root: no memory");
   r->listen_fd = -1;
+  r->owner = owner;
+  int ignored;
+  r->shortages_at_start = err_shortages(&ignored);
+  r->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* none now: poll_round tries again */
   mscclppResult_t kres = wire_boot_key(secret, r->key);
   if (kres != mscclppSuccess) {
     free(r);

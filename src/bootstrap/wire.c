@@ -12,6 +12,7 @@
 #define MAGIC_HELLO 0x4842504du /* "MPBH" */
 #define MAGIC_TABLE 0x5442504du /* "MPBT" */
 #define MAGIC_FRAME 0x4642504du /* "MPBF" */
+#define MAGIC_FAIL 0x5842504du  /* "MPBX" */
 
 #define ID_ADDR_OFF 8
 #define ID_SECRET_OFF (ID_ADDR_OFF + WIRE_ADDR_BYTES)
@@ -164,6 +165,56 @@ mscclppResult_t wire_decode_table(const void* buf, size_t len, int nranks, union
     if (wire_decode_addr(a, WIRE_ADDR_BYTES, &addrs[r]) != mscclppSuccess)
       return MPP_ERR(mscclppRemoteError, "address table entry of rank %d is malformed", r);
   }
+  return mscclppSuccess;
+}
+
+int wire_reply_is_fail(const uint8_t peek[WIRE_REPLY_PEEK_BYTES]) { return le_get32(peek) == MAGIC_FAIL; }
+
+/* The MAC of a failure's body, bound to the handshake it answers. */
+static void fail_mac(const uint8_t* key, const uint8_t* hello, const uint8_t* nonce, const uint8_t* body,
+                     uint8_t out[AUTH_MAC_BYTES]) {
+  struct auth_part parts[3] = {{hello, WIRE_HELLO_BYTES}, {nonce, WIRE_NONCE_BYTES}, {body, WIRE_FAIL_BODY_BYTES}};
+  auth_mac(key, "mscclpp-root failure", parts, 3, out);
+}
+
+void wire_encode_fail(const struct wire_fail* f, const uint8_t key[WIRE_KEY_BYTES], const uint8_t hello[WIRE_HELLO_BYTES],
+                      const uint8_t nonce[WIRE_NONCE_BYTES], uint8_t out[WIRE_FAIL_BYTES]) {
+  memset(out, 0, WIRE_FAIL_BYTES);
+  le_put32(out, MAGIC_FAIL);
+  le_put16(out + 4, (uint16_t)f->cause);
+  le_put32(out + 8, (uint32_t)f->rank);
+  le_put32(out + 12, (uint32_t)f->value);
+  le_put32(out + 16, (uint32_t)f->other_rank);
+  le_put32(out + 20, (uint32_t)f->other_value);
+  fail_mac(key, hello, nonce, out, out + WIRE_FAIL_BODY_BYTES);
+}
+
+static int rank_or_none(int32_t r) { return r >= -1 && r < WIRE_MAX_RANKS; }
+
+mscclppResult_t wire_decode_fail(const void* buf, size_t len, const uint8_t key[WIRE_KEY_BYTES],
+                                 const uint8_t hello[WIRE_HELLO_BYTES], const uint8_t nonce[WIRE_NONCE_BYTES],
+                                 struct wire_fail* out) {
+  const uint8_t* p = buf;
+  if (len != WIRE_FAIL_BYTES)
+    return MPP_ERR(mscclppRemoteError, "bootstrap failure reply is %zu bytes, expected %d", len, WIRE_FAIL_BYTES);
+  uint8_t want[AUTH_MAC_BYTES];
+  fail_mac(key, hello, nonce, p, want);
+  if (!auth_equal(want, p + WIRE_FAIL_BODY_BYTES, AUTH_MAC_BYTES))
+    return MPP_ERR(mscclppRemoteError, "bootstrap failure reply does not carry the root's MAC for this handshake");
+  if (le_get32(p) != MAGIC_FAIL) return MPP_ERR(mscclppRemoteError, "bootstrap failure reply has a bad magic number");
+  int cause = le_get16(p + 4);
+  if (cause < WIRE_FAIL_FDS || cause > WIRE_FAIL_INTERNAL)
+    return MPP_ERR(mscclppRemoteError, "bootstrap failure reply has unknown cause %d (a newer library?)", cause);
+  if (le_get16(p + 6) != 0) return MPP_ERR(mscclppRemoteError, "bootstrap failure reply has non-zero reserved bytes");
+  struct wire_fail f = {.cause = cause,
+                        .rank = (int32_t)le_get32(p + 8),
+                        .value = (int32_t)le_get32(p + 12),
+                        .other_rank = (int32_t)le_get32(p + 16),
+                        .other_value = (int32_t)le_get32(p + 20)};
+  if (!rank_or_none(f.rank) || !rank_or_none(f.other_rank))
+    return MPP_ERR(mscclppRemoteError, "bootstrap failure reply names rank %d or %d, out of range", (int)f.rank,
+                   (int)f.other_rank);
+  *out = f;
   return mscclppSuccess;
 }
 

@@ -12,6 +12,14 @@
  *                    side with its proof) keyed by wire_boot_key(secret): the secret itself never
  *                    crosses the wire
  *   table            u32 "MPBT", u32 nranks, nranks addresses (the root's answer to each rank)
+ *   failure (56 B)   u32 "MPBX", u16 cause, u16 0, i32 rank, i32 value, i32 other rank, i32 other
+ *                    value, 32 B HMAC-SHA256(key, "mscclpp-root failure" | hello | the root's
+ *                    challenge nonce | the first 24 bytes): the root's answer in place of the
+ *                    table when the rendezvous failed (enum wire_fail_cause says why). Its MAC
+ *                    binds it to this rank's handshake, so no one without the key can make a rank
+ *                    report a failure, and a recorded one fits no other connection. A rank reads
+ *                    the first WIRE_REPLY_PEEK_BYTES of the answer, then the rest of whichever it is
+ *                    (a table's size comes from the rank's own nranks, a failure's is fixed)
  *   frame (16 B)     u32 "MPBF", i32 tag, u64 payload length; the payload follows
  */
 #ifndef MPP_BOOTSTRAP_WIRE_H_
@@ -24,8 +32,9 @@
 
 #include "util/socket.h"
 
-/* 2: hellos carry a nonce and open a challenge-response handshake instead of carrying the secret. */
-#define WIRE_VERSION 2
+/* 2: hellos carry a nonce and open a challenge-response handshake instead of carrying the secret.
+ * 3: the root may answer with a failure in place of the table. */
+#define WIRE_VERSION 3
 #define WIRE_SECRET_BYTES 16
 #define WIRE_NONCE_BYTES 16
 #define WIRE_KEY_BYTES 32
@@ -33,6 +42,9 @@
 #define WIRE_HELLO_BYTES 64
 #define WIRE_TABLE_HEADER_BYTES 8
 #define WIRE_FRAME_BYTES 16
+#define WIRE_FAIL_BYTES 56
+#define WIRE_FAIL_BODY_BYTES 24
+#define WIRE_REPLY_PEEK_BYTES 8 /* what tells a table from a failure */
 #define WIRE_MAX_RANKS (1 << 20)
 /* Largest payload of one framed message (bootstrap messages are small; this only stops absurd
  * lengths from a corrupt stream). */
@@ -79,6 +91,42 @@ size_t wire_table_bytes(int nranks);
 mscclppResult_t wire_encode_table(const union sock_addr* addrs, int nranks, uint8_t* out, size_t out_len);
 /* Decodes a table that must hold exactly nranks addresses (len == wire_table_bytes(nranks)). */
 mscclppResult_t wire_decode_table(const void* buf, size_t len, int nranks, union sock_addr* addrs);
+
+/* Why a rendezvous failed, as the root tells each rank. Ranks are -1 where none applies; the
+ * values' meaning depends on the cause:
+ *   FDS       the root's process ran out of file descriptors: rank = the root's owner (the rank
+ *             whose process runs it, -1: the process that made the unique id), value = EMFILE or
+ *             ENFILE, other_value = that process's RLIMIT_NOFILE (-1: unknown)
+ *   HUNG_UP   rank = a joined rank whose connection ended before the table was sent
+ *   NRANKS    rank said nranks = value, other_rank had said other_value
+ *   TWICE     rank joined twice
+ *   TIMEOUT   value ranks of other_value joined in time; rank = the lowest missing one
+ *   STOPPED   the owner's init failed (rank = the owner)
+ *   INTERNAL  rank = the owner, value = an errno (0: see the owner's log) */
+enum wire_fail_cause {
+  WIRE_FAIL_FDS = 1,
+  WIRE_FAIL_HUNG_UP,
+  WIRE_FAIL_NRANKS,
+  WIRE_FAIL_TWICE,
+  WIRE_FAIL_TIMEOUT,
+  WIRE_FAIL_STOPPED,
+  WIRE_FAIL_INTERNAL,
+};
+struct wire_fail {
+  int cause; /* enum wire_fail_cause */
+  int32_t rank, value, other_rank, other_value;
+};
+
+/* 1 when the first WIRE_REPLY_PEEK_BYTES of the root's answer begin a failure, not a table. */
+int wire_reply_is_fail(const uint8_t peek[WIRE_REPLY_PEEK_BYTES]);
+/* Encodes f, MACed under key over the handshake (hello, the root's challenge nonce). */
+void wire_encode_fail(const struct wire_fail* f, const uint8_t key[WIRE_KEY_BYTES], const uint8_t hello[WIRE_HELLO_BYTES],
+                      const uint8_t nonce[WIRE_NONCE_BYTES], uint8_t out[WIRE_FAIL_BYTES]);
+/* Checks the MAC first (RemoteError when it does not match this handshake), then the magic, the
+ * cause, the reserved bytes and the ranks (-1 or within [0, WIRE_MAX_RANKS)). */
+mscclppResult_t wire_decode_fail(const void* buf, size_t len, const uint8_t key[WIRE_KEY_BYTES],
+                                 const uint8_t hello[WIRE_HELLO_BYTES], const uint8_t nonce[WIRE_NONCE_BYTES],
+                                 struct wire_fail* out);
 
 /* Frame headers. The decoder checks the magic and length <= WIRE_MAX_PAYLOAD. */
 void wire_encode_frame(const struct wire_frame* f, uint8_t out[WIRE_FRAME_BYTES]);

@@ -74,6 +74,20 @@ static void fuzz_frame(const uint8_t* d, size_t n) {
   REQUIRE(n == WIRE_FRAME_BYTES && memcmp(again, d, n) == 0);
 }
 
+/* Failure replies under a fixed handshake (key, hello, nonce all zero): the seeds carry valid MACs,
+ * so mutations explore the checks behind the MAC as well as the MAC itself. */
+static const uint8_t fail_key[WIRE_KEY_BYTES], fail_hello[WIRE_HELLO_BYTES], fail_nonce[WIRE_NONCE_BYTES];
+
+static void fuzz_fail(const uint8_t* d, size_t n) {
+  struct wire_fail f;
+  if (wire_decode_fail(d, n, fail_key, fail_hello, fail_nonce, &f) != mscclppSuccess) return;
+  REQUIRE(f.cause >= WIRE_FAIL_FDS && f.cause <= WIRE_FAIL_INTERNAL);
+  REQUIRE(f.rank >= -1 && f.rank < WIRE_MAX_RANKS && f.other_rank >= -1 && f.other_rank < WIRE_MAX_RANKS);
+  uint8_t again[WIRE_FAIL_BYTES];
+  wire_encode_fail(&f, fail_key, fail_hello, fail_nonce, again);
+  REQUIRE(n == WIRE_FAIL_BYTES && memcmp(again, d, n) == 0);
+}
+
 /* Valid encodings of every message kind, for fuzz_driver.c to start from. */
 void fuzz_target_seeds(void (*add)(const void* data, size_t size)) {
   union sock_addr a4 = {.sin = {.sin_family = AF_INET, .sin_port = htons(29500), .sin_addr.s_addr = htonl(0x7f000001)}};
@@ -95,6 +109,10 @@ void fuzz_target_seeds(void (*add)(const void* data, size_t size)) {
   wire_encode_table(tab, 1, buf, sizeof(buf)), add(buf, wire_table_bytes(1));
   struct wire_frame f = {.tag = 7, .length = 1 << 20};
   wire_encode_frame(&f, buf), add(buf, WIRE_FRAME_BYTES);
+  struct wire_fail x = {.cause = WIRE_FAIL_NRANKS, .rank = 2, .value = 8, .other_rank = 0, .other_value = 4};
+  wire_encode_fail(&x, fail_key, fail_hello, fail_nonce, buf), add(buf, WIRE_FAIL_BYTES);
+  x = (struct wire_fail){.cause = WIRE_FAIL_FDS, .rank = -1, .value = 24, .other_rank = -1, .other_value = 16};
+  wire_encode_fail(&x, fail_key, fail_hello, fail_nonce, buf), add(buf, WIRE_FAIL_BYTES);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -103,5 +121,6 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz_hello(data, size);
   fuzz_table(data, size);
   fuzz_frame(data, size);
+  fuzz_fail(data, size);
   return 0;
 }

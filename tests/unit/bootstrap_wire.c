@@ -121,7 +121,9 @@ static void test_hello(void) {
   encode_hello(WIRE_KIND_ROOT, 0, 1, buf);
   buf[4] = 1; /* the version that carried the secret in clear */
   CHECK_RES(wire_decode_hello(buf, WIRE_HELLO_BYTES, &out), mscclppRemoteError);
-  CHECK(strstr(mscclppGetLastError(), "version 1, this library speaks 2") != NULL);
+  char speaks[64];
+  snprintf(speaks, sizeof(speaks), "version 1, this library speaks %d", WIRE_VERSION);
+  CHECK(strstr(mscclppGetLastError(), speaks) != NULL);
   encode_hello(WIRE_KIND_ROOT, 0, 1, buf);
   buf[40] = 0; /* address family */
   CHECK_RES(wire_decode_hello(buf, WIRE_HELLO_BYTES, &out), mscclppRemoteError);
@@ -153,6 +155,51 @@ static void test_table(void) {
   buf[WIRE_TABLE_HEADER_BYTES + 2 * WIRE_ADDR_BYTES] = 3; /* entry 2's family */
   CHECK_RES(wire_decode_table(buf, len, N, out), mscclppRemoteError);
   CHECK(strstr(mscclppGetLastError(), "rank 2") != NULL);
+}
+
+/* The root's failure reply: round trip, bound to its handshake (another hello or nonce, or a
+ * changed byte, fails the MAC), unknown causes and out-of-range ranks refused, and a table is
+ * never taken for a failure. */
+static void test_fail(void) {
+  uint8_t key[WIRE_KEY_BYTES], hello[WIRE_HELLO_BYTES], nonce[WIRE_NONCE_BYTES], buf[WIRE_FAIL_BYTES];
+  CHECK_OK(auth_random(key, sizeof(key)));
+  CHECK_OK(auth_random(nonce, sizeof(nonce)));
+  encode_hello(WIRE_KIND_ROOT, 2, 8, hello);
+  struct wire_fail f = {.cause = WIRE_FAIL_NRANKS, .rank = 2, .value = 8, .other_rank = 0, .other_value = 4}, g;
+  wire_encode_fail(&f, key, hello, nonce, buf);
+  CHECK(wire_reply_is_fail(buf));
+  CHECK_OK(wire_decode_fail(buf, sizeof(buf), key, hello, nonce, &g));
+  CHECK(g.cause == f.cause && g.rank == 2 && g.value == 8 && g.other_rank == 0 && g.other_value == 4);
+  CHECK_RES(wire_decode_fail(buf, sizeof(buf) - 1, key, hello, nonce, &g), mscclppRemoteError);
+  uint8_t other[WIRE_HELLO_BYTES];
+  memcpy(other, hello, sizeof(other));
+  other[8] ^= 1; /* another client nonce: another handshake */
+  CHECK_RES(wire_decode_fail(buf, sizeof(buf), key, other, nonce, &g), mscclppRemoteError);
+  CHECK(strstr(mscclppGetLastError(), "MAC") != NULL);
+  uint8_t nonce2[WIRE_NONCE_BYTES];
+  memcpy(nonce2, nonce, sizeof(nonce2));
+  nonce2[15] ^= 0x80; /* another challenge of the root */
+  CHECK_RES(wire_decode_fail(buf, sizeof(buf), key, hello, nonce2, &g), mscclppRemoteError);
+  for (size_t i = 0; i < sizeof(buf); i += 5) {
+    uint8_t bad[WIRE_FAIL_BYTES];
+    memcpy(bad, buf, sizeof(bad));
+    bad[i] ^= 0x01;
+    CHECK_RES(wire_decode_fail(bad, sizeof(bad), key, hello, nonce, &g), mscclppRemoteError);
+  }
+  f.cause = 99; /* MACed correctly, but not a cause this library knows */
+  wire_encode_fail(&f, key, hello, nonce, buf);
+  CHECK_RES(wire_decode_fail(buf, sizeof(buf), key, hello, nonce, &g), mscclppRemoteError);
+  CHECK(strstr(mscclppGetLastError(), "unknown cause 99") != NULL);
+  f.cause = WIRE_FAIL_HUNG_UP, f.rank = -2;
+  wire_encode_fail(&f, key, hello, nonce, buf);
+  CHECK_RES(wire_decode_fail(buf, sizeof(buf), key, hello, nonce, &g), mscclppRemoteError);
+  union sock_addr a[1];
+  memset(a, 0, sizeof(a));
+  a[0].sin.sin_family = AF_INET;
+  a[0].sin.sin_port = htons(5);
+  uint8_t table[WIRE_TABLE_HEADER_BYTES + WIRE_ADDR_BYTES];
+  CHECK_OK(wire_encode_table(a, 1, table, sizeof(table)));
+  CHECK(!wire_reply_is_fail(table));
 }
 
 static void test_frame(void) {
@@ -253,6 +300,7 @@ int main(void) {
   test_hello();
   test_table();
   test_frame();
+  test_fail();
   test_secrets();
   test_handshake();
   printf("bootstrap_wire: ok\n");
