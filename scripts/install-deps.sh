@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh [PACKAGE...]
 set -euo pipefail
 
-packages=(cmake make gcc g++ pkg-config libjansson-dev libexpat1-dev libssl-dev "$@")
+packages=(cmake make gcc g++ pkg-config libjansson-dev libexpat1-dev libssl-dev libfabric-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

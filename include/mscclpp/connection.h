@@ -15,7 +15,9 @@ typedef enum {
   mscclppTransportSHM = 1, /* host memory shared between processes of one host */
   mscclppTransportIB = 2,  /* InfiniBand verbs (not built yet) */
   mscclppTransportTCP = 3, /* host memory across hosts, written by the owner's receiving thread */
-  mscclppTransportAuto = 4 /* what the two ranks can both reach: P2P, SHM, then TCP */
+  mscclppTransportNet = 4, /* host memory across hosts through libfabric RMA (docs/net-transport.md) */
+  mscclppTransportAuto = 5 /* what the two ranks can both reach: P2P, SHM, then Net (when
+                              MSCCLPP_NET_TRANSPORT=on) or TCP */
 } mscclppTransport_t;
 #define mscclppTransportCudaIpc mscclppTransportP2P
 
