@@ -11,6 +11,8 @@ mpp_mp_test(transport_net NRANKS 4 TESTNAME transport_net_data_n4 ARGS data SOUR
 net_test(transport_net_data_n4)
 mpp_mp_test(transport_net NRANKS 2 TESTNAME transport_net_kill ARGS kill SOURCES ${NDIR}/transport_net.c)
 net_test(transport_net_kill)
+mpp_mp_test(transport_net NRANKS 2 TESTNAME transport_net_released ARGS released SOURCES ${NDIR}/transport_net.c)
+net_test(transport_net_released)
 mpp_mp_test(transport_net NRANKS 2 TESTNAME transport_net_badprov ARGS badprov SOURCES ${NDIR}/transport_net.c)
 net_test(transport_net_badprov "MSCCLPP_NET_PROVIDER=no-such-provider")
 mpp_mp_test(transport_net NRANKS 2 TESTNAME transport_net_off ARGS off SOURCES ${NDIR}/transport_net.c)

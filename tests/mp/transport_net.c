@@ -7,11 +7,13 @@
  *   kill  (n = 2) rank 1 exits without teardown; rank 0's flush of a write and its semaphore wait
  *         each fail with RemoteError naming rank 1 within 2 s (the death is seen through closed
  *         sockets and the bootstrap's ring, not a timeout).
+ *   released (n = 2) a signal to a registration the peer released is dropped there, a write to it
+ *         fails the flush and the connection, naming the peer.
  *   badprov / off (n = 2) a provider that does not exist (MSCCLPP_NET_PROVIDER) / the transport
  *         left off: a forced net connection is InvalidUsage naming the parameter.
  * Skips (77) where the library has no libfabric or no provider can be used.
  *
- *   transport_net data|kill|badprov|off */
+ *   transport_net data|kill|released|badprov|off */
 #include <unistd.h>
 
 #include "transport_mp.h"
@@ -211,6 +213,40 @@ static int run_kill(void) {
   return 0;
 }
 
+/* A registration rank 1 released: rank 0's signal to it is dropped there (the connection goes on),
+ * its RMA write fails the flush and, from then on, the connection (RemoteError naming rank 1). */
+static int run_released(void) {
+  int rank, n;
+  mscclppComm_t comm = tmp_init(&rank, &n);
+  if (n != 2) TEST_FAIL("released mode needs exactly 2 ranks");
+  mscclppTransport_t t = tmp_transport("net");
+  unsigned char* buf = calloc(1, 4096);
+  CHECK(buf != NULL);
+  mscclppRegisteredMemory reg;
+  CHECK_OK(mscclppRegisterBuffer(comm, buf, 4096, &reg));
+  mscclppConnection_t conn;
+  CHECK_OK(mscclppConnectionCreate(comm, 1 - rank, 0, t, &conn));
+  mscclppRegMem_t gone = tmp_released_reg(comm, rank, 42);
+  if (rank == 0) {
+    uint64_t v;
+    CHECK_OK(mscclppConnectionUpdateAndSync(conn, gone, 8, &v, 5));
+    CHECK_OK(mscclppConnectionFlush(conn, 10000));
+    CHECK_OK(mscclppConnectionWrite(conn, reg.remote[1], 0, reg.local, 0, 64)); /* still usable */
+    CHECK_OK(mscclppConnectionFlush(conn, 10000));
+    CHECK_OK(mscclppConnectionWrite(conn, gone, 0, reg.local, 0, 64));
+    EXPECT(mscclppConnectionFlush(conn, 10000), mscclppRemoteError, "rank 1");
+    EXPECT(mscclppConnectionWrite(conn, reg.remote[1], 0, reg.local, 0, 64), mscclppRemoteError, "rank 1");
+    printf("transport_net released: %s\n", mscclppGetLastError());
+    CHECK_OK(mscclppRegMemRelease(gone));
+  }
+  CHECK_OK(mscclppBootstrapBarrier(comm));
+  CHECK_OK(mscclppConnectionDestroy(conn));
+  CHECK_OK(mscclppRegisteredMemoryRelease(&reg));
+  CHECK_OK(mscclppCommDestroy(comm));
+  free(buf);
+  return 0;
+}
+
 /* A forced net connection that cannot be made fails on both ranks, naming `what`. */
 static int run_refused(const char* what) {
   int rank, n;
@@ -228,9 +264,10 @@ static int run_refused(const char* what) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) TEST_FAIL("usage: %s data|kill|badprov|off", argv[0]);
+  if (argc < 2) TEST_FAIL("usage: %s data|kill|released|badprov|off", argv[0]);
   if (strcmp(argv[1], "data") == 0) return run_data();
   if (strcmp(argv[1], "kill") == 0) return run_kill();
+  if (strcmp(argv[1], "released") == 0) return run_released();
   if (strcmp(argv[1], "badprov") == 0) return run_refused("MSCCLPP_NET_PROVIDER");
   if (strcmp(argv[1], "off") == 0) return run_refused("MSCCLPP_NET_TRANSPORT=on");
   TEST_FAIL("unknown mode '%s'", argv[1]);
