@@ -49,14 +49,14 @@ struct net_conn {
   int broken;      /* a post failed (peer gone): later calls fail */
 };
 
-static struct net_part* part_of(struct transport_mem* mem) {
-  return (struct net_part*)(void*)&mem->d.part[mscclppTransportNet];
-}
 static struct net_state* state_of(const struct transport_comm* tc) { return tc->state[mscclppTransportNet]; }
 static int net_on(void) { return strcmp(param_str(PARAM_NET_TRANSPORT), "on") == 0; }
 
 #if MSCCLPP_HAVE_LIBFABRIC
 static struct net_fabric* fabric_of(struct transport_conn* conn) { return state_of(conn->tc)->f; }
+static struct net_part* part_of(struct transport_mem* mem) {
+  return (struct net_part*)(void*)&mem->d.part[mscclppTransportNet];
+}
 #endif
 
 /* Why the net transport cannot connect this rank with peer; NULL when it can. */

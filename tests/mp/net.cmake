@@ -35,3 +35,9 @@ net_test(coll_net_n4 "MSCCLPP_ALGO_CPU_SCRATCH=8192")
 mpp_mp_test(coll_check NRANKS 4 TESTNAME coll_net_hosts4 ARGS -H 4 -c allreduce,allgather,alltoall -d float -o sum
             -n 3,2000 SOURCES ${NDIR}/coll_check.c)
 net_test(coll_net_hosts4 "MSCCLPP_ALGO_CPU_SCRATCH=8192")
+# Port channels served by the proxy over net (puts, signals, flushes pushed through the FIFO), and
+# the seed API's device connections.
+mpp_mp_test(proxy_cpu NRANKS 2 TESTNAME proxy_cpu_net ARGS net 20 SOURCES ${NDIR}/proxy_cpu.c)
+net_test(proxy_cpu_net)
+mpp_mp_test(devconn_cpu NRANKS 3 TESTNAME devconn_cpu_net_n3 ARGS net SOURCES ${NDIR}/devconn_cpu.c)
+net_test(devconn_cpu_net_n3)
