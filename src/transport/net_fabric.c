@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +49,10 @@ struct net_fabric {
   struct fid_av* av;
   struct fid_cq* cq;
   struct fid_ep* ep;
-  struct fid_mr* rx_mr;
-  int cq_waits; /* the queue has a wait object: the progress thread blocks in fi_cq_sread */ /* the rx slots' region where the provider needs local registration */
+  struct fid_mr* rx_mr; /* the rx slots' region where the provider needs local registration */
+  /* 1: the queue has a wait object and the progress thread blocks in fi_cq_sread; it may turn it
+   * off (relaxed: close reads it only to wake that thread, which sread's timeout also does). */
+  atomic_int cq_waits;
   struct region_table* regions;
   int rank;
   pthread_t thread;
@@ -130,15 +131,22 @@ static void* progress_main(void* arg) {
     struct fi_cq_data_entry ents[NET_CQ_BATCH];
     /* With a wait object the thread sleeps until the provider has something (its sockets are
      * readable), at most NET_SREAD_MS so that stop is seen; else it polls. */
-    ssize_t n = f->cq_waits ? fi_cq_sread(f->cq, ents, NET_CQ_BATCH, NULL, NET_SREAD_MS)
+    int waits = atomic_load_explicit(&f->cq_waits, memory_order_relaxed);
+    ssize_t n = waits ? fi_cq_sread(f->cq, ents, NET_CQ_BATCH, NULL, NET_SREAD_MS)
                             : fi_cq_read(f->cq, ents, NET_CQ_BATCH);
     if (n == -FI_EAVAIL) {
       read_error(f);
       continue;
     }
+    if (n < 0 && n != -FI_EAGAIN && n != -FI_ETIMEDOUT && waits) {
+      log_msg(LOG_WARN, LOG_SUB_NET, "net: waiting on the completion queue failed (%s); polling it instead",
+              fi_strerror((int)-n));
+      atomic_store_explicit(&f->cq_waits, 0, memory_order_relaxed);
+      waits = 0;
+    }
     if (n <= 0) {
       /* Spin a little, then sleep in short steps: latency while busy, little CPU while idle. */
-      if (!f->cq_waits && ++idle > 2000) {
+      if (!waits && ++idle > 2000) {
         struct timespec ts = {0, idle > 20000 ? 200000 : 20000};
         nanosleep(&ts, NULL);
       }
@@ -237,10 +245,10 @@ static mscclppResult_t open_endpoint(struct net_fabric* f) {
   if ((r = fi_fabric(f->info->fabric_attr, &f->fabric, NULL)) != 0) return fi_fail("fi_fabric", r);
   if ((r = fi_domain(f->fabric, f->info, &f->domain, NULL)) != 0) return fi_fail("fi_domain", r);
   struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_UNSPEC};
-  f->cq_waits = 1;
+  atomic_init(&f->cq_waits, 1);
   if (fi_cq_open(f->domain, &cq_attr, &f->cq, NULL) != 0) { /* a provider without wait objects: poll */
     cq_attr.wait_obj = FI_WAIT_NONE;
-    f->cq_waits = 0;
+    atomic_store_explicit(&f->cq_waits, 0, memory_order_relaxed);
     if ((r = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL)) != 0) return fi_fail("fi_cq_open", r);
   }
   struct fi_av_attr av_attr = {.type = f->info->domain_attr->av_type};
@@ -301,7 +309,8 @@ void net_fabric_close(struct net_fabric* f) {
   if (f == NULL) return;
   /* Release: the thread's acquire load of stop ends its loop. */
   atomic_store_explicit(&f->stop, 1, memory_order_release);
-  if (f->cq != NULL && f->cq_waits) (void)fi_cq_signal(f->cq); /* wakes fi_cq_sread */
+  /* Wakes a thread sleeping in fi_cq_sread. */
+  if (f->cq != NULL && atomic_load_explicit(&f->cq_waits, memory_order_relaxed)) (void)fi_cq_signal(f->cq);
   if (f->thread_started) pthread_join(f->thread, NULL);
   close_fid(f->ep);
   close_fid(f->rx_mr);
