@@ -24,8 +24,10 @@
 #include "bootstrap/bootstrap.h"
 #include "sys/memalloc.h"
 
-/* Transport ids are mscclppTransport_t values below Auto. */
-#define TRANSPORT_IDS ((int)mscclppTransportAuto)
+/* Transport ids are mscclppTransport_t values but Auto (whose slot stays unused): 0 .. Net. */
+#define TRANSPORT_IDS ((int)mscclppTransportNet + 1)
+/* Whether t names a transport or Auto (any value a caller may pass). */
+static inline int transport_valid(int t) { return t >= (int)mscclppTransportP2P && t <= (int)mscclppTransportNet; }
 /* Bit of mscclppTransport_t t in regmem_desc.transports. */
 #define TRANSPORT_BIT(t) (1u << (unsigned)(t))
 
