@@ -62,7 +62,14 @@ pkg_check_modules(MSCCLPP_EXPAT_PC QUIET expat)
 set(MSCCLPP_PC_REQUIRES_PRIVATE "jansson libcrypto")
 set(MSCCLPP_PC_LIBS_PRIVATE "")
 if(MSCCLPP_HAVE_LIBFABRIC)
-  string(APPEND MSCCLPP_PC_REQUIRES_PRIVATE " libfabric") # the net transport
+  # The net transport: libfabric's shared library only (-lfabric); its .pc's Libs.private names the
+  # providers' libraries a static libfabric would need (psm2, efa, ...), which Debian does not ship.
+  pkg_check_modules(MSCCLPP_FABRIC_PC QUIET libfabric)
+  string(JOIN " " _fabric_ldflags ${MSCCLPP_FABRIC_PC_LDFLAGS})
+  if(NOT _fabric_ldflags)
+    set(_fabric_ldflags "-lfabric")
+  endif()
+  string(APPEND MSCCLPP_PC_LIBS_PRIVATE " ${_fabric_ldflags}")
 endif()
 if(MSCCLPP_EXPAT_PC_FOUND)
   string(APPEND MSCCLPP_PC_REQUIRES_PRIVATE " expat")
