@@ -138,7 +138,8 @@ static void* progress_main(void* arg) {
       read_error(f);
       continue;
     }
-    if (n < 0 && n != -FI_EAGAIN && n != -FI_ETIMEDOUT && waits) {
+    if (atomic_load_explicit(&f->stop, memory_order_acquire)) break; /* fi_cq_signal woke it (-FI_ECANCELED) */
+    if (n < 0 && n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_ECANCELED && waits) {
       log_msg(LOG_WARN, LOG_SUB_NET, "net: waiting on the completion queue failed (%s); polling it instead",
               fi_strerror((int)-n));
       atomic_store_explicit(&f->cq_waits, 0, memory_order_relaxed);
