@@ -322,32 +322,67 @@ static mscclppResult_t net_write(struct transport_conn* conn, struct transport_m
 }
 
 /* Host memory the caller may reuse at once: the write is waited for. */
-static mscclppResult_t net_write_host(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
-                                      const void* src, uint64_t size) {
-  if (net_fabric_local_mr(fabric_of(conn)))
-    return MPP_ERR(mscclppInvalidUsage, "net connection to rank %d: %s needs registered sources (FI_MR_LOCAL); "
-                   "unregistered host writes are not supported there", conn->peer, net_fabric_desc(fabric_of(conn)));
-  MPP_CHECK(post_writes(conn, dst, dst_off, src, NULL, size));
-  return wait_all(conn, io_timeout_ms(), "host write");
+/* The connection's registered bounce buffer (net_fabric_max_op bytes), made on first use. */
+static mscclppResult_t bounce_of(struct transport_conn* conn, void** out, void** desc) {
+  struct net_pending* p = ((struct net_conn*)conn->priv)->p;
+  if (p->bounce == NULL) {
+    struct net_fabric* f = fabric_of(conn);
+    void* b = malloc(net_fabric_max_op(f));
+    if (b == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory for a bounce buffer");
+    mscclppResult_t res = net_fabric_reg(f, b, net_fabric_max_op(f), &p->bounce_mr);
+    if (res != mscclppSuccess) {
+      free(b);
+      return res;
+    }
+    p->bounce = b;
+  }
+  *out = p->bounce;
+  *desc = p->bounce_mr.desc;
+  return mscclppSuccess;
 }
 
-static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, struct transport_mem* src, uint64_t src_off,
-                                     uint64_t size) {
-  struct net_fabric* f = fabric_of(conn);
-  if (net_fabric_local_mr(f))
-    return MPP_ERR(mscclppInvalidUsage, "net connection to rank %d: %s needs registered destinations (FI_MR_LOCAL)",
-                   conn->peer, net_fabric_desc(f));
+/* Host memory the caller may reuse at once (the CPU executor's writes): copied piece by piece into
+ * the registered bounce buffer, each piece written and waited for, so any provider takes it
+ * (FI_MR_LOCAL ones need registered sources). */
+static mscclppResult_t net_write_host(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
+                                      const void* src, uint64_t size) {
+  void *bounce, *desc;
   MPP_CHECK(net_status(conn));
-  const struct net_part* s = part_of(src);
-  size_t piece = net_fabric_max_op(f);
+  if (size == 0) return mscclppSuccess;
+  MPP_CHECK(bounce_of(conn, &bounce, &desc));
+  size_t piece = net_fabric_max_op(fabric_of(conn));
   for (uint64_t done = 0; done < size;) {
     size_t n = (size_t)(size - done < piece ? size - done : piece);
-    struct net_op op = {.kind = NET_OP_READ, .local = (char*)dst + done, .size = n, .raddr = s->base + src_off + done,
-                        .key = s->key};
-    MPP_CHECK(post_op(conn, &op));
+    memcpy(bounce, (const char*)src + done, n);
+    MPP_CHECK(post_writes(conn, dst, dst_off + done, bounce, desc, n));
+    MPP_CHECK(wait_all(conn, io_timeout_ms(), "host write"));
     done += n;
   }
-  return wait_all(conn, io_timeout_ms(), "read");
+  return mscclppSuccess;
+}
+
+/* Reads into host memory through the bounce buffer, piece by piece; returns once dst holds it all. */
+static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, struct transport_mem* src, uint64_t src_off,
+                                     uint64_t size) {
+  void *bounce, *desc;
+  MPP_CHECK(net_status(conn));
+  if (size == 0) return mscclppSuccess;
+  MPP_CHECK(bounce_of(conn, &bounce, &desc));
+  const struct net_part* s = part_of(src);
+  size_t piece = net_fabric_max_op(fabric_of(conn));
+  for (uint64_t done = 0; done < size;) {
+    size_t n = (size_t)(size - done < piece ? size - done : piece);
+    struct net_op op = {.kind = NET_OP_READ, .local = bounce, .size = n, .desc = desc,
+                        .raddr = s->base + src_off + done, .key = s->key};
+    mscclppResult_t res = post_op(conn, &op);
+    if (res == mscclppSuccess) res = wait_all(conn, io_timeout_ms(), "read");
+    if (res != mscclppSuccess)
+      return MPP_ERR(res, "net read of %llu bytes from rank %d (offset %llu): %s", (unsigned long long)size, conn->peer,
+                     (unsigned long long)src_off, why_now().text);
+    memcpy((char*)dst + done, bounce, n);
+    done += n;
+  }
+  return mscclppSuccess;
 }
 
 static mscclppResult_t net_update(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
@@ -376,7 +411,7 @@ static void net_close(struct transport_conn* conn, int abort) {
     err_quiet(quiet);
   }
   if (atomic_load_explicit(&c->p->done, memory_order_acquire) < c->posted) net_fabric_retire(fabric_of(conn), c->p);
-  else free(c->p);
+  else net_pending_free(c->p);
   free(c);
   conn->priv = NULL;
 }

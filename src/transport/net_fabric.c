@@ -314,17 +314,17 @@ void net_fabric_close(struct net_fabric* f) {
   if (f->cq != NULL && atomic_load_explicit(&f->cq_waits, memory_order_relaxed)) (void)fi_cq_signal(f->cq);
   if (f->thread_started) pthread_join(f->thread, NULL);
   close_fid(f->ep);
+  for (struct net_pending* p = f->retired; p != NULL;) { /* no completion can reach them any more */
+    struct net_pending* next = p->next;
+    net_pending_free(p);
+    p = next;
+  }
   close_fid(f->rx_mr);
   close_fid(f->av);
   close_fid(f->cq);
   close_fid(f->domain);
   close_fid(f->fabric);
   if (f->info != NULL) fi_freeinfo(f->info);
-  for (struct net_pending* p = f->retired; p != NULL;) {
-    struct net_pending* next = p->next;
-    free(p);
-    p = next;
-  }
   pthread_mutex_destroy(&f->retired_lock);
   free(f);
 }
@@ -335,7 +335,6 @@ size_t net_fabric_name(const struct net_fabric* f, void* buf) {
 }
 
 const char* net_fabric_desc(const struct net_fabric* f) { return f->desc; }
-int net_fabric_local_mr(const struct net_fabric* f) { return (f->info->domain_attr->mr_mode & FI_MR_LOCAL) != 0; }
 size_t net_fabric_max_op(const struct net_fabric* f) {
   size_t m = f->info->ep_attr->max_msg_size;
   return m != 0 && m < NET_MAX_OP ? m : NET_MAX_OP;
@@ -350,6 +349,13 @@ mscclppResult_t net_fabric_add_peer(struct net_fabric* f, int peer, const void* 
     return MPP_ERR(mscclppRemoteError, "net transport: rank %d's endpoint name is not an address of %s", peer, f->desc);
   *addr = a;
   return mscclppSuccess;
+}
+
+void net_pending_free(struct net_pending* p) {
+  if (p == NULL) return;
+  close_fid(p->bounce_mr.mr);
+  free(p->bounce);
+  free(p);
 }
 
 void net_fabric_retire(struct net_fabric* f, struct net_pending* p) {

@@ -23,14 +23,6 @@
 
 struct net_fabric;
 
-/* A connection's completion counters, written by the progress thread. */
-struct net_pending {
-  atomic_uint_fast64_t done; /* completions (successful or not) of operations posted on it */
-  atomic_int failed;         /* 1 once one of them failed (its text in why) */
-  char why[160];             /* written once before failed is set (release) */
-  struct net_pending* next;  /* net_fabric_retire's list */
-};
-
 /* A local memory region. */
 struct net_mr {
   void* mr;      /* struct fid_mr* */
@@ -38,6 +30,21 @@ struct net_mr {
   uint64_t key;  /* the remote key */
   uint64_t base; /* remote address of the region's first byte (its address, or 0 for offset-based providers) */
 };
+
+/* A connection's completion counters, written by the progress thread, and its bounce buffer. */
+struct net_pending {
+  atomic_uint_fast64_t done; /* completions (successful or not) of operations posted on it */
+  atomic_int failed;         /* 1 once one of them failed (its text in why) */
+  char why[160];             /* written once before failed is set (release) */
+  struct net_pending* next;  /* net_fabric_retire's list */
+  /* A registered host buffer (net_fabric_max_op bytes, made on first use) through which the
+   * connection's unregistered host writes and reads go; freed with the counters. */
+  void* bounce;
+  struct net_mr bounce_mr;
+};
+
+/* Frees p and its bounce buffer (no operation may be in flight on it). */
+void net_pending_free(struct net_pending* p);
 
 /* Opens the provider chosen by MSCCLPP_NET_PROVIDER (default: libfabric's first RDM provider with
  * RMA, delivery completion and send-after-write order) on the interface of MSCCLPP_SOCKET_IFNAME's
@@ -55,8 +62,6 @@ size_t net_fabric_name(const struct net_fabric* f, void* buf);
 mscclppResult_t net_fabric_add_peer(struct net_fabric* f, int peer, const void* name, size_t len, uint64_t* addr);
 /* "provider fabric domain" of the endpoint, for messages. */
 const char* net_fabric_desc(const struct net_fabric* f);
-/* 1 when local sources must be registered (FI_MR_LOCAL): write_host/read_host then need a bounce. */
-int net_fabric_local_mr(const struct net_fabric* f);
 
 /* Registers [ptr, ptr+size) for remote reads and writes and local use. */
 mscclppResult_t net_fabric_reg(struct net_fabric* f, void* ptr, size_t size, struct net_mr* out);

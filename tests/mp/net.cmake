@@ -41,3 +41,6 @@ mpp_mp_test(proxy_cpu NRANKS 2 TESTNAME proxy_cpu_net ARGS net 20 SOURCES ${NDIR
 net_test(proxy_cpu_net)
 mpp_mp_test(devconn_cpu NRANKS 3 TESTNAME devconn_cpu_net_n3 ARGS net SOURCES ${NDIR}/devconn_cpu.c)
 net_test(devconn_cpu_net_n3)
+# The CPU executor's host-memory path (unregistered writes, reads) over net: the bounce buffer.
+mpp_mp_test(transport_hostio NRANKS 2 TESTNAME transport_hostio_net ARGS net SOURCES ${NDIR}/transport_hostio.c)
+net_test(transport_hostio_net)
