@@ -61,6 +61,18 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(MSCCLPP_EXPAT_PC QUIET expat)
 set(MSCCLPP_PC_REQUIRES_PRIVATE "jansson libcrypto")
 set(MSCCLPP_PC_LIBS_PRIVATE "")
+if(MSCCLPP_HAVE_LIBFABRIC)
+  # The net transport: libfabric's shared library only (-lfabric); its .pc's Libs.private names the
+  # providers' libraries a static libfabric would need (psm2, efa, ...), which Debian does not ship.
+  pkg_check_modules(MSCCLPP_FABRIC_PC QUIET libfabric)
+  set(_fabric_ldflags "")
+  foreach(_dir ${MSCCLPP_FABRIC_PC_LIBRARY_DIRS}) # -L only where the linker does not look anyway
+    if(NOT _dir IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+      string(APPEND _fabric_ldflags " -L${_dir}")
+    endif()
+  endforeach()
+  string(APPEND MSCCLPP_PC_LIBS_PRIVATE "${_fabric_ldflags} -lfabric")
+endif()
 if(MSCCLPP_EXPAT_PC_FOUND)
   string(APPEND MSCCLPP_PC_REQUIRES_PRIVATE " expat")
 else()

@@ -5,7 +5,8 @@
 #   scripts/install-deps.sh [PACKAGE...]
 set -euo pipefail
 
-packages=(cmake make gcc g++ pkg-config libjansson-dev libexpat1-dev libssl-dev iproute2 "$@") # iproute2: the namespace hosts of tests/netns
+# iproute2: the namespace hosts of tests/netns; libfabric-dev: the net transport (optional at build)
+packages=(cmake make gcc g++ pkg-config libjansson-dev libexpat1-dev libssl-dev iproute2 libfabric-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,6 +12,7 @@
 #include "algo/select.h"
 #include "sys/cudawrap.h"
 #include "sys/gpu.h"
+#include "transport/net.h"
 #include "util/param.h"
 
 /* Every parameter of params.def (the logger's LOG_* ones included): its variable, the value in
@@ -113,6 +114,9 @@ int main(int argc, char** argv) {
   printf("\nTransports on this machine:\n");
   printf("  shm      yes (host memory shared between processes of this host)\n");
   printf("  tcp      yes (host memory across hosts)\n");
+  char net_why[512];
+  int net_ok = net_probe(net_why, sizeof(net_why));
+  printf("  net      %s (%s)\n", net_ok ? "yes" : "no", net_why); /* libfabric; MSCCLPP_NET_TRANSPORT=on uses it */
   printf("  cuda-ipc %s\n", ngpus > 0 ? "yes (GPU memory between processes of this host)" : "no (no GPU)");
   printf("  ib       no (not built yet)\n");
   printf("\nBuilt-in algorithms (name, collective, rank kind):\n");

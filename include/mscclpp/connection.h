@@ -9,13 +9,15 @@
 extern "C" {
 #endif
 
-/* Transports. The first three values are the seed API's. */
+/* Transports. The first three values are the seed API's; values never change (Net came after Auto). */
 typedef enum {
-  mscclppTransportP2P = 0, /* GPU memory between processes of one host (CUDA IPC) */
-  mscclppTransportSHM = 1, /* host memory shared between processes of one host */
-  mscclppTransportIB = 2,  /* InfiniBand verbs (not built yet) */
-  mscclppTransportTCP = 3, /* host memory across hosts, written by the owner's receiving thread */
-  mscclppTransportAuto = 4 /* what the two ranks can both reach: P2P, SHM, then TCP */
+  mscclppTransportP2P = 0,  /* GPU memory between processes of one host (CUDA IPC) */
+  mscclppTransportSHM = 1,  /* host memory shared between processes of one host */
+  mscclppTransportIB = 2,   /* InfiniBand verbs (not built yet) */
+  mscclppTransportTCP = 3,  /* host memory across hosts, written by the owner's receiving thread */
+  mscclppTransportAuto = 4, /* what the two ranks can both reach: P2P, SHM, then Net (where
+                               MSCCLPP_NET_TRANSPORT=on) or TCP */
+  mscclppTransportNet = 5   /* host memory across hosts through libfabric RMA (docs/net-transport.md) */
 } mscclppTransport_t;
 #define mscclppTransportCudaIpc mscclppTransportP2P
 

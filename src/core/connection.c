@@ -63,7 +63,7 @@ mscclppResult_t mscclppConnectionCreate(mscclppComm_t comm, int peer, int tag, m
   MPP_CHECK_ARG(peer >= 0 && peer < comm->nranks && peer != comm->rank,
                 "mscclppConnectionCreate: peer %d is not another rank of [0, %d) (this rank is %d)", peer, comm->nranks,
                 comm->rank);
-  MPP_CHECK_ARG(transport >= mscclppTransportP2P && transport <= mscclppTransportAuto,
+  MPP_CHECK_ARG(transport_valid((int)transport),
                 "mscclppConnectionCreate: unknown transport %d", (int)transport);
   mscclppTransport_t t = mscclppTransportAuto;
   MPP_CHECK(agree(comm, peer, tag, transport, &t));

@@ -86,7 +86,7 @@ mscclppResult_t mscclppConnect(mscclppComm_t comm, int remoteRank, int tag, void
   if (transportType == mscclppTransportIB)
     return MPP_ERR(mscclppInvalidUsage, "mscclppConnect: the InfiniBand transport is not built (device %s)",
                    ibDev ? ibDev : "(none)");
-  MPP_CHECK_ARG(transportType >= mscclppTransportP2P && transportType <= mscclppTransportAuto,
+  MPP_CHECK_ARG(transport_valid((int)transportType),
                 "mscclppConnect: unknown transport %d", (int)transportType);
   struct seed_state* s = NULL;
   MPP_CHECK(seed_get(comm, 1, &s));

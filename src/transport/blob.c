@@ -1,14 +1,14 @@
 /* blob.c - the serialized form of a registered buffer and its validation.
  *
- * Layout (little endian; regblob_bytes() long: 192 bytes with today's rows):
+ * Layout (little endian; regblob_bytes() long: 216 bytes with today's rows):
  *   0  u32 magic "MPRM"        4 u16 version        6 u16 blob length
  *   8  u64 comm id            16 i32 owner rank    20 i32 owner pid
  *  24  u64 owner host hash    32 u32 transports    36 i32 kind (enum mem_kind)
  *  40  i32 owner cuda device  44 u32 reserved (0)  48 u64 size
  *  56  u64 allocation size    64 u64 offset in the allocation
- *  72  each transport row's part, in table order (cuda-ipc 88, shm 16, tcp 8 bytes), zeros for a
+ *  72  each transport row's part, in table order (cuda-ipc 88, shm 16, net 24, tcp 8 bytes), zeros for a
  *      transport that does not offer the buffer
- *   L  u64 FNV-1a checksum of bytes [0, L), L = 72 + the parts (184)
+ *   L  u64 FNV-1a checksum of bytes [0, L), L = 72 + the parts (208)
  * The length follows the rows: a row added or grown changes it, and a peer built with other rows
  * is refused by the length check.
  * A blob is only ever trusted after regblob_decode has checked every field. */

@@ -8,9 +8,11 @@
 extern const struct transport_ops cudaipc_transport;
 extern const struct transport_ops shm_transport;
 extern const struct transport_ops tcp_transport;
+extern const struct transport_ops net_transport;
 
-/* Registration exports and imports in this order, and Auto takes the first row that can connect. */
-static const struct transport_ops* const rows[] = {&cudaipc_transport, &shm_transport, &tcp_transport};
+/* Registration exports and imports in this order, and Auto takes the first row that can connect:
+ * net comes before tcp, so that across hosts Auto takes it where it is on (MSCCLPP_NET_TRANSPORT). */
+static const struct transport_ops* const rows[] = {&cudaipc_transport, &shm_transport, &net_transport, &tcp_transport};
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
 
 const struct transport_ops* const* transport_rows(int* count) {

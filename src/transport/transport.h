@@ -24,8 +24,10 @@
 #include "bootstrap/bootstrap.h"
 #include "sys/memalloc.h"
 
-/* Transport ids are mscclppTransport_t values below Auto. */
-#define TRANSPORT_IDS ((int)mscclppTransportAuto)
+/* Transport ids are mscclppTransport_t values but Auto (whose slot stays unused): 0 .. Net. */
+#define TRANSPORT_IDS ((int)mscclppTransportNet + 1)
+/* Whether t names a transport or Auto (any value a caller may pass). */
+static inline int transport_valid(int t) { return t >= (int)mscclppTransportP2P && t <= (int)mscclppTransportNet; }
 /* Bit of mscclppTransport_t t in regmem_desc.transports. */
 #define TRANSPORT_BIT(t) (1u << (unsigned)(t))
 
@@ -172,11 +174,11 @@ struct transport_ops {
 const struct transport_ops* const* transport_rows(int* count);
 /* The row of t, or NULL when there is none in this library (IB, Auto, unknown values). */
 const struct transport_ops* transport_get(mscclppTransport_t t);
-/* "p2p", "shm", "ib", "tcp", "auto", "unknown". */
+/* "p2p", "shm", "ib", "tcp", "net", "auto", "unknown". */
 const char* transport_name(mscclppTransport_t t);
 
 /* Resolves the transport between this rank and peer. Auto: the first row that can connect them
- * (cuda-ipc for two GPU ranks of one host, else shm on one host, else tcp), computed from the
+ * (cuda-ipc for two GPU ranks of one host, else shm on one host, else net where it is on, else tcp), computed from the
  * allgathered peer table only, so both sides agree. A forced transport the two cannot use is
  * InvalidUsage saying why. */
 mscclppResult_t transport_resolve(const struct transport_comm* tc, int peer, mscclppTransport_t want,
@@ -190,9 +192,9 @@ void transport_comm_stop(struct transport_comm* tc);
 /* ---- the blob (blob.c) ------------------------------------------------------------------------ */
 
 #define REGBLOB_MAGIC 0x4d52504du /* "MPRM" little endian */
-#define REGBLOB_VERSION 3
+#define REGBLOB_VERSION 4
 
-/* The blob's length: the common fields, every row's part and the checksum (192 bytes with today's
+/* The blob's length: the common fields, every row's part and the checksum (216 bytes with today's
  * rows; at most MSCCLPP_REGMEM_BLOB_BYTES, which regblob_check_rows checks). */
 size_t regblob_bytes(void);
 

@@ -17,7 +17,7 @@
  *            handshake it cannot answer), rank 2 waits for its part of that exchange, and rank 3
  *            sends it 64 MiB on a connection opened before (blocks on the full socket)
  * Every survivor's call must fail with RemoteError naming "rank 1 stopped responding" (stop) or
- * "rank 1 died" (kill), blaming no other rank, within BOUND_S (stop: the 2 s stall limit plus 3 s
+ * "rank 1 died" (kill), blaming no other rank, within BOUND_S (stop: the 1.5 s stall limit plus 3.5 s
  * of slack for a loaded 2-core CI machine under ASan) or KILL_BOUND_S (the 2 s target plus 2 s of
  * slack) of the moment the victim stopped or died: its CLOCK_MONOTONIC time, which it leaves in a
  * file. The bootstrap timeout is 60 s. A stopped victim is resumed (and exits) once every survivor

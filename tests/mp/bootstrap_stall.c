@@ -1,14 +1,14 @@
 /* bootstrap_stall.c - a rank that is alive but stuck is an error naming it on every survivor,
  * promptly; a rank that is merely idle or busy is not (issue 22: "a dead or stuck rank is an
  * error naming it on every survivor"; the bootstrap's heartbeats, src/bootstrap/heartbeat.c).
- * Default parameters: heartbeats every 250 ms, stuck after 2000 ms of silence; bootstrap timeout
+ * Default parameters: heartbeats every 250 ms, stuck after 1500 ms of silence; bootstrap timeout
  * 60 s, so a failure within seconds comes from the heartbeats, not the timeout.
  *
  *   bootstrap_stall stop    the victim (rank 1) stops its whole process (SIGSTOP) while every
  *                           other rank waits: in a recv from a live rank (ranks 0 and 2, with the
  *                           ring idle: the progress thread's check) or in a barrier (the others:
  *                           the ring code's check). Each wait must fail with RemoteError naming
- *                           "rank 1 stopped responding" within STALL_S: the 2 s stall limit, plus
+ *                           "rank 1 stopped responding" within STALL_S: the 1.5 s stall limit, plus
  *                           3 s of slack for a loaded 2-core CI machine (ticks of 125 ms, the
  *                           notice's hops, and threads that an ASan build's load deschedules).
  *                           Rank 0 then resumes the victim (SIGCONT), whose next barrier must fail

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "helpers.h"
+#include "transport/net.h"
 
 /* Creates this rank's communicator as a CPU rank (the same on machines with GPUs), every
  * bootstrap wait bounded by 20 s. */
@@ -25,13 +26,32 @@ static inline mscclppComm_t tmp_init(int* rank, int* nranks) {
   return comm;
 }
 
-/* "shm", "tcp", "auto" (also "p2p") -> the transport. */
+/* Exits 77 (skip) with a line saying why when the net transport cannot work here (built without
+ * libfabric, or no usable provider), or when MSCCLPP_NET_TRANSPORT is not on (ctest sets it). */
+static inline void tmp_need_net(void) {
+  char why[512];
+  const char* on = getenv("MSCCLPP_NET_TRANSPORT");
+  if (on == NULL || strcmp(on, "on") != 0) {
+    printf("SKIP: the net transport needs MSCCLPP_NET_TRANSPORT=on\n");
+    exit(77);
+  }
+  if (!net_probe(why, sizeof(why))) {
+    printf("SKIP: the net transport cannot work here: %s\n", why);
+    exit(77);
+  }
+}
+
+/* "shm", "tcp", "net", "auto" (also "p2p") -> the transport ("net": skips where it cannot work). */
 static inline mscclppTransport_t tmp_transport(const char* name) {
   if (strcmp(name, "shm") == 0) return mscclppTransportSHM;
   if (strcmp(name, "tcp") == 0) return mscclppTransportTCP;
+  if (strcmp(name, "net") == 0) {
+    tmp_need_net();
+    return mscclppTransportNet;
+  }
   if (strcmp(name, "p2p") == 0) return mscclppTransportP2P;
   if (strcmp(name, "auto") == 0) return mscclppTransportAuto;
-  TEST_FAIL("unknown transport '%s' (shm|tcp|p2p|auto)", name);
+  TEST_FAIL("unknown transport '%s' (shm|tcp|net|p2p|auto)", name);
 }
 
 /* The byte that rank `from` writes at index i of its message to rank `to` in round `round`. */

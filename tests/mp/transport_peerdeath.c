@@ -11,7 +11,7 @@
 #define BYTES (1u << 20)
 
 int main(int argc, char** argv) {
-  if (argc < 2) TEST_FAIL("usage: %s shm|tcp", argv[0]);
+  if (argc < 2) TEST_FAIL("usage: %s shm|tcp|net", argv[0]);
   int rank, n;
   mscclppComm_t comm = tmp_init(&rank, &n);
   if (n != 2) TEST_FAIL("needs exactly 2 ranks");
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   CHECK_ERR_MENTIONS("rank 1");
   double dt = tmp_now() - t0;
   CHECK_MSG(dt < 10, "the wait took %.1f s to notice the dead peer", dt);
-  if (t == mscclppTransportTCP) {
+  if (t == mscclppTransportTCP || t == mscclppTransportNet) {
     /* The write may still fit the socket buffer; the flush cannot be acknowledged. */
     mscclppResult_t r = mscclppConnectionWrite(conn, reg.remote[1], 0, reg.local, 0, BYTES);
     CHECK_MSG(r == mscclppSuccess || r == mscclppRemoteError, "write returned %d: %s", (int)r, mscclppGetLastError());

@@ -38,3 +38,14 @@ set_tests_properties(netns_coll_2x2 netns_coll_4x1 netns_coll_4x2 netns_p2p_2x2 
 netns_test(netns_kill_4x1 4 1 INJECT --kill=2 $<TARGET_FILE:netns_rank> fail 2)
 netns_test(netns_cut_4x1 4 1 INJECT --cut=2 $<TARGET_FILE:netns_rank> fail 2)
 set_tests_properties(netns_cut_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_STALL_MS=1000")
+
+# The same across hosts over the libfabric net transport (MSCCLPP_NET_TRANSPORT=on: Auto picks net
+# between hosts); registered only where the library was built with libfabric.
+if(MSCCLPP_HAVE_LIBFABRIC)
+  netns_test(netns_coll_net_2x2 2 2 $<TARGET_FILE:coll_check> -d int32,float -o sum,max -n 1,1000)
+  netns_test(netns_kill_net_4x1 4 1 INJECT --kill=2 $<TARGET_FILE:netns_rank> fail 2)
+  netns_test(netns_cut_net_4x1 4 1 INJECT --cut=2 $<TARGET_FILE:netns_rank> fail 2)
+  set_tests_properties(netns_coll_net_2x2 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_ALGO_CPU_SCRATCH=4096")
+  set_tests_properties(netns_kill_net_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on")
+  set_tests_properties(netns_cut_net_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_BOOTSTRAP_STALL_MS=1000")
+endif()

@@ -155,7 +155,7 @@ mscclppResult_t cpu_connect(struct cpu_net* net, int peer) {
   }
   p->sent = p->acked = p->recvd = 0;
   p->ready = 1;
-  LOG_INFO_(LOG_SUB_ALGO, "collectives: pipe to rank %d over %s%s", peer, t == mscclppTransportSHM ? "shm" : "tcp",
+  LOG_INFO_(LOG_SUB_ALGO, "collectives: pipe to rank %d over %s%s", peer, transport_name(t),
             p->remote_inbox ? " (direct writes)" : "");
   return mscclppSuccess;
 fail:

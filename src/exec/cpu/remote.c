@@ -1,4 +1,5 @@
-/* remote.c - the CPU executor's path to ranks on other hosts: one tcp connection per such rank,
+/* remote.c - the CPU executor's path to ranks on other hosts: one connection per such rank (net
+ * where it can connect the two, MSCCLPP_NET_TRANSPORT=on; else tcp),
  * made on the executor's first call (collective, peers in increasing order on every rank), used
  * by one block at a time (a lock per peer: a connection serves one thread at a time).
  *
@@ -51,10 +52,14 @@ mscclppResult_t exec_remote_open(struct exec_cpu* st) {
   st->rem = rem;
   for (int r = 0; r < st->nranks; r++) {
     if (st->peer_sync[r] != NULL) continue;
-    mscclppResult_t res = mscclppConnectionCreate(st->comm, r, EXEC_CONN_TAG, mscclppTransportTCP, &rem->conn[r]);
+    mscclppTransport_t t = mscclppTransportTCP;
+    int quiet = err_quiet(1); /* net's refusal only means tcp; both ranks decide alike */
+    if (transport_resolve(&st->comm->tc, r, mscclppTransportNet, &t) != mscclppSuccess) t = mscclppTransportTCP;
+    err_quiet(quiet);
+    mscclppResult_t res = mscclppConnectionCreate(st->comm, r, EXEC_CONN_TAG, t, &rem->conn[r]);
     if (res != mscclppSuccess) {
       exec_remote_close(st, 1);
-      return MPP_ERR(res, "executor: connecting to rank %d (another host) over tcp: %s", r, err_last());
+      return MPP_ERR(res, "executor: connecting to rank %d (another host) over %s: %s", r, transport_name(t), err_last());
     }
   }
   return mscclppSuccess;

@@ -1,0 +1,425 @@
+/* net_fabric.c - the net transport's libfabric endpoint, progress thread and operations
+ * (net_fabric.h says what each does). */
+#if MSCCLPP_HAVE_LIBFABRIC
+#include "transport/net_fabric.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "transport/tcp_regions.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/socket.h"
+#include "util/timeutil.h"
+
+#define NET_SIG_MAGIC 0x4754454eu /* "NETG" */
+#define NET_RX_SLOTS 64           /* signal buffers kept posted */
+#define NET_CQ_BATCH 16
+#define NET_SREAD_MS 50 /* longest sleep of the progress thread in fi_cq_sread */
+#define NET_MAX_OP (4u << 20) /* bytes per write/read operation (larger ones are split) */
+
+/* A signal on the wire (host byte order: both hosts must share it, as over tcp). */
+struct net_sig {
+  uint32_t magic;
+  uint32_t pad;
+  uint64_t region, offset, value;
+};
+
+struct net_rx {
+  struct net_sig sig;
+};
+
+struct net_fabric {
+  struct fi_info* info;
+  struct fid_fabric* fabric;
+  struct fid_domain* domain;
+  struct fid_av* av;
+  struct fid_cq* cq;
+  struct fid_ep* ep;
+  struct fid_mr* rx_mr; /* the rx slots' region where the provider needs local registration */
+  /* 1: the queue has a wait object and the progress thread blocks in fi_cq_sread; it may turn it
+   * off (relaxed: close reads it only to wake that thread, which sread's timeout also does). */
+  atomic_int cq_waits;
+  struct region_table* regions;
+  int rank;
+  pthread_t thread;
+  int thread_started;
+  atomic_int stop;
+  atomic_uint_fast64_t next_key; /* keys of regions when the application chooses them */
+  char name[NET_ADDR_MAX];
+  size_t name_len;
+  char desc[160];
+  pthread_mutex_t retired_lock;
+  struct net_pending* retired;
+  struct net_rx rx[NET_RX_SLOTS];
+};
+
+/* ---- the progress thread ---------------------------------------------------------------------- */
+
+static int is_rx(const struct net_fabric* f, const void* ctx) {
+  return (const char*)ctx >= (const char*)f->rx && (const char*)ctx < (const char*)(f->rx + NET_RX_SLOTS);
+}
+
+static void post_rx(struct net_fabric* f, struct net_rx* slot) {
+  void* desc = f->rx_mr != NULL ? fi_mr_desc(f->rx_mr) : NULL;
+  for (int tries = 0; tries < 100000 && !atomic_load_explicit(&f->stop, memory_order_relaxed); tries++) {
+    ssize_t r = fi_recv(f->ep, &slot->sig, sizeof(slot->sig), desc, FI_ADDR_UNSPEC, slot);
+    if (r != -FI_EAGAIN) {
+      if (r != 0) log_msg(LOG_WARN, LOG_SUB_NET, "net: posting a signal buffer failed: %s", fi_strerror((int)-r));
+      return;
+    }
+    struct fi_cq_data_entry none;
+    (void)fi_cq_read(f->cq, &none, 0); /* progress */
+  }
+}
+
+/* Applies a received signal: a release store of the word (tcp_regions.c), so that the waiter's
+ * acquire load sees the data the provider placed before it handed us the message. */
+static void apply_signal(struct net_fabric* f, struct net_rx* slot, size_t len) {
+  const struct net_sig* s = &slot->sig;
+  if (len != sizeof(*s) || s->magic != NET_SIG_MAGIC) {
+    log_msg(LOG_WARN, LOG_SUB_NET, "net: rank %d dropped a malformed signal message (%zu bytes)", f->rank, len);
+  } else if (region_store64(f->regions, s->region, s->offset, s->value) != mscclppSuccess) {
+    log_msg(LOG_WARN, LOG_SUB_NET, "net: rank %d refused a signal: %s", f->rank, err_last());
+  }
+  post_rx(f, slot);
+}
+
+/* Counts one completion in p; a failure's text is written before failed (release) is set. */
+static void complete(struct net_pending* p, const char* failure) {
+  if (failure != NULL && !atomic_load_explicit(&p->failed, memory_order_relaxed)) {
+    snprintf(p->why, sizeof(p->why), "%s", failure);
+    /* Release: a reader that sees failed == 1 (acquire) sees why. */
+    atomic_store_explicit(&p->failed, 1, memory_order_release);
+  }
+  /* Release: a flush that sees done reach its count (acquire) sees every earlier failure. */
+  atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+}
+
+static void read_error(struct net_fabric* f) {
+  struct fi_cq_err_entry e;
+  memset(&e, 0, sizeof(e));
+  if (fi_cq_readerr(f->cq, &e, 0) != 1) return;
+  if (e.op_context == NULL) return;
+  if (is_rx(f, e.op_context)) {
+    if (e.err != FI_ECANCELED) post_rx(f, e.op_context);
+    return;
+  }
+  char text[160];
+  snprintf(text, sizeof(text), "%s (provider error %d: %s)", fi_strerror(e.err), e.prov_errno,
+           fi_cq_strerror(f->cq, e.prov_errno, e.err_data, NULL, 0));
+  complete(e.op_context, text);
+}
+
+static void* progress_main(void* arg) {
+  struct net_fabric* f = arg;
+  unsigned idle = 0;
+  while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
+    struct fi_cq_data_entry ents[NET_CQ_BATCH];
+    /* With a wait object the thread sleeps until the provider has something (its sockets are
+     * readable), at most NET_SREAD_MS so that stop is seen; else it polls. */
+    int waits = atomic_load_explicit(&f->cq_waits, memory_order_relaxed);
+    ssize_t n = waits ? fi_cq_sread(f->cq, ents, NET_CQ_BATCH, NULL, NET_SREAD_MS)
+                            : fi_cq_read(f->cq, ents, NET_CQ_BATCH);
+    if (n == -FI_EAVAIL) {
+      read_error(f);
+      continue;
+    }
+    if (atomic_load_explicit(&f->stop, memory_order_acquire)) break; /* fi_cq_signal woke it (-FI_ECANCELED) */
+    if (n < 0 && n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_ECANCELED && waits) {
+      log_msg(LOG_WARN, LOG_SUB_NET, "net: waiting on the completion queue failed (%s); polling it instead",
+              fi_strerror((int)-n));
+      atomic_store_explicit(&f->cq_waits, 0, memory_order_relaxed);
+      waits = 0;
+    }
+    if (n <= 0) {
+      /* Spin a little, then sleep in short steps: latency while busy, little CPU while idle. */
+      if (!waits && ++idle > 2000) {
+        struct timespec ts = {0, idle > 20000 ? 200000 : 20000};
+        nanosleep(&ts, NULL);
+      }
+      continue;
+    }
+    idle = 0;
+    for (ssize_t i = 0; i < n; i++) {
+      if (is_rx(f, ents[i].op_context)) apply_signal(f, ents[i].op_context, ents[i].len);
+      else if (ents[i].op_context != NULL) complete(ents[i].op_context, NULL);
+    }
+  }
+  return NULL;
+}
+
+/* ---- opening ---------------------------------------------------------------------------------- */
+
+static struct fi_info* make_hints(const char* prov) {
+  struct fi_info* h = fi_allocinfo();
+  if (h == NULL) return NULL;
+  h->caps = FI_RMA | FI_MSG | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV;
+  h->ep_attr->type = FI_EP_RDM;
+  h->mode = 0; /* no FI_CONTEXT: contexts are our counters */
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  h->domain_attr->threading = FI_THREAD_SAFE;
+  h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+  h->tx_attr->msg_order = FI_ORDER_SAW;
+  h->rx_attr->msg_order = FI_ORDER_SAW;
+  if (prov[0] != '\0') h->fabric_attr->prov_name = strdup(prov);
+  return h;
+}
+
+/* 1 when info's source address is the host's bootstrap address (same IP). */
+static int same_ip(const struct fi_info* i, const union sock_addr* mine) {
+  if (i->src_addr == NULL) return 0;
+  const struct sockaddr* sa = i->src_addr;
+  if (sa->sa_family != mine->sa.sa_family) return 0;
+  if (sa->sa_family == AF_INET)
+    return ((const struct sockaddr_in*)i->src_addr)->sin_addr.s_addr == mine->sin.sin_addr.s_addr;
+  if (sa->sa_family == AF_INET6)
+    return memcmp(&((const struct sockaddr_in6*)i->src_addr)->sin6_addr, &mine->sin6.sin6_addr, 16) == 0;
+  return 0;
+}
+
+/* Picks among what fi_getinfo offered: the entry on the bootstrap's interface, else the first. */
+static const struct fi_info* pick(const struct fi_info* list) {
+  union sock_addr mine;
+  int quiet = err_quiet(1);
+  mscclppResult_t res = sock_local_addr(&mine);
+  err_quiet(quiet);
+  if (res == mscclppSuccess)
+    for (const struct fi_info* i = list; i != NULL; i = i->next)
+      if (same_ip(i, &mine)) return i;
+  return list;
+}
+
+static mscclppResult_t fi_fail(const char* what, int r) {
+  return MPP_ERR(mscclppSystemError, "net transport: %s failed: %s", what, fi_strerror(r < 0 ? -r : r));
+}
+
+/* Finds and copies the provider's description into f->info. */
+static mscclppResult_t choose(struct net_fabric* f) {
+  const char* prov = param_str(PARAM_NET_PROVIDER);
+  struct fi_info* hints = make_hints(prov);
+  if (hints == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
+  struct fi_info* list = NULL;
+  int r = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &list);
+  fi_freeinfo(hints);
+  if (r != 0 || list == NULL)
+    return MPP_ERR(mscclppInvalidUsage,
+                   "net transport: no libfabric provider %s%s%soffers reliable datagram endpoints with RMA, "
+                   "delivery completion and send-after-write order (fi_getinfo: %s); set MSCCLPP_NET_PROVIDER to one "
+                   "that does (tcp, sockets, verbs) or leave MSCCLPP_NET_TRANSPORT off",
+                   prov[0] ? "named '" : "", prov, prov[0] ? "' (MSCCLPP_NET_PROVIDER) " : "", fi_strerror(-r));
+  f->info = fi_dupinfo(pick(list));
+  fi_freeinfo(list);
+  if (f->info == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
+  snprintf(f->desc, sizeof(f->desc), "provider %s, fabric %s, domain %s", f->info->fabric_attr->prov_name,
+           f->info->fabric_attr->name, f->info->domain_attr->name);
+  return mscclppSuccess;
+}
+
+int net_fabric_probe(char* buf, size_t len) {
+  struct net_fabric f;
+  memset(&f, 0, sizeof(f));
+  int quiet = err_quiet(1);
+  mscclppResult_t res = choose(&f);
+  err_quiet(quiet);
+  snprintf(buf, len, "%s", res == mscclppSuccess ? f.desc : err_last());
+  if (f.info != NULL) fi_freeinfo(f.info);
+  return res == mscclppSuccess;
+}
+
+/* Opens fabric, domain, completion queue, address vector and the endpoint, enabled. */
+static mscclppResult_t open_endpoint(struct net_fabric* f) {
+  int r;
+  if ((r = fi_fabric(f->info->fabric_attr, &f->fabric, NULL)) != 0) return fi_fail("fi_fabric", r);
+  if ((r = fi_domain(f->fabric, f->info, &f->domain, NULL)) != 0) return fi_fail("fi_domain", r);
+  struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_UNSPEC};
+  atomic_init(&f->cq_waits, 1);
+  if (fi_cq_open(f->domain, &cq_attr, &f->cq, NULL) != 0) { /* a provider without wait objects: poll */
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    atomic_store_explicit(&f->cq_waits, 0, memory_order_relaxed);
+    if ((r = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL)) != 0) return fi_fail("fi_cq_open", r);
+  }
+  struct fi_av_attr av_attr = {.type = f->info->domain_attr->av_type};
+  if ((r = fi_av_open(f->domain, &av_attr, &f->av, NULL)) != 0) return fi_fail("fi_av_open", r);
+  if ((r = fi_endpoint(f->domain, f->info, &f->ep, NULL)) != 0) return fi_fail("fi_endpoint", r);
+  if ((r = fi_ep_bind(f->ep, &f->av->fid, 0)) != 0) return fi_fail("binding the address vector", r);
+  if ((r = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV)) != 0) return fi_fail("binding the queue", r);
+  if ((r = fi_enable(f->ep)) != 0) return fi_fail("fi_enable", r);
+  f->name_len = sizeof(f->name);
+  if ((r = fi_getname(&f->ep->fid, f->name, &f->name_len)) != 0) return fi_fail("fi_getname", r);
+  return mscclppSuccess;
+}
+
+/* Registers the signal buffers where needed and posts them all. */
+static mscclppResult_t post_all_rx(struct net_fabric* f) {
+  if (f->info->domain_attr->mr_mode & FI_MR_LOCAL) {
+    struct net_mr m;
+    MPP_CHECK(net_fabric_reg(f, f->rx, sizeof(f->rx), &m));
+    f->rx_mr = m.mr;
+  }
+  for (int i = 0; i < NET_RX_SLOTS; i++) {
+    ssize_t r = fi_recv(f->ep, &f->rx[i].sig, sizeof(f->rx[i].sig), f->rx_mr ? fi_mr_desc(f->rx_mr) : NULL,
+                        FI_ADDR_UNSPEC, &f->rx[i]);
+    if (r != 0) return fi_fail("posting the signal buffers", (int)r);
+  }
+  return mscclppSuccess;
+}
+
+mscclppResult_t net_fabric_open(int rank, void* regions, struct net_fabric** out) {
+  struct net_fabric* f = calloc(1, sizeof(*f));
+  if (f == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
+  f->rank = rank;
+  f->regions = regions;
+  atomic_init(&f->next_key, 1);
+  pthread_mutex_init(&f->retired_lock, NULL);
+  mscclppResult_t res = choose(f);
+  if (res == mscclppSuccess) res = open_endpoint(f);
+  if (res == mscclppSuccess) res = post_all_rx(f);
+  if (res == mscclppSuccess) {
+    int e = pthread_create(&f->thread, NULL, progress_main, f);
+    if (e != 0) res = MPP_ERRNO(mscclppSystemError, e, "net transport: starting the progress thread");
+    f->thread_started = e == 0;
+  }
+  if (res != mscclppSuccess) {
+    net_fabric_close(f);
+    return res;
+  }
+  LOG_INFO_(LOG_SUB_NET, "net transport: rank %d uses %s", rank, f->desc);
+  *out = f;
+  return mscclppSuccess;
+}
+
+static void close_fid(void* fid) {
+  if (fid != NULL) (void)fi_close((struct fid*)fid);
+}
+
+void net_fabric_close(struct net_fabric* f) {
+  if (f == NULL) return;
+  /* Release: the thread's acquire load of stop ends its loop. */
+  atomic_store_explicit(&f->stop, 1, memory_order_release);
+  /* Wakes a thread sleeping in fi_cq_sread. */
+  if (f->cq != NULL && atomic_load_explicit(&f->cq_waits, memory_order_relaxed)) (void)fi_cq_signal(f->cq);
+  if (f->thread_started) pthread_join(f->thread, NULL);
+  close_fid(f->ep);
+  for (struct net_pending* p = f->retired; p != NULL;) { /* no completion can reach them any more */
+    struct net_pending* next = p->next;
+    net_pending_free(p);
+    p = next;
+  }
+  close_fid(f->rx_mr);
+  close_fid(f->av);
+  close_fid(f->cq);
+  close_fid(f->domain);
+  close_fid(f->fabric);
+  if (f->info != NULL) fi_freeinfo(f->info);
+  pthread_mutex_destroy(&f->retired_lock);
+  free(f);
+}
+
+size_t net_fabric_name(const struct net_fabric* f, void* buf) {
+  memcpy(buf, f->name, f->name_len);
+  return f->name_len;
+}
+
+const char* net_fabric_desc(const struct net_fabric* f) { return f->desc; }
+size_t net_fabric_max_op(const struct net_fabric* f) {
+  size_t m = f->info->ep_attr->max_msg_size;
+  return m != 0 && m < NET_MAX_OP ? m : NET_MAX_OP;
+}
+
+mscclppResult_t net_fabric_add_peer(struct net_fabric* f, int peer, const void* name, size_t len, uint64_t* addr) {
+  if (len == 0 || len > NET_ADDR_MAX)
+    return MPP_ERR(mscclppRemoteError, "net transport: rank %d sent a malformed endpoint name (%zu bytes)", peer, len);
+  fi_addr_t a = FI_ADDR_NOTAVAIL;
+  int n = fi_av_insert(f->av, name, 1, &a, 0, NULL);
+  if (n != 1 || a == FI_ADDR_NOTAVAIL)
+    return MPP_ERR(mscclppRemoteError, "net transport: rank %d's endpoint name is not an address of %s", peer, f->desc);
+  *addr = a;
+  return mscclppSuccess;
+}
+
+void net_pending_free(struct net_pending* p) {
+  if (p == NULL) return;
+  close_fid(p->bounce_mr.mr);
+  free(p->bounce);
+  free(p);
+}
+
+void net_fabric_retire(struct net_fabric* f, struct net_pending* p) {
+  pthread_mutex_lock(&f->retired_lock);
+  p->next = f->retired;
+  f->retired = p;
+  pthread_mutex_unlock(&f->retired_lock);
+}
+
+/* ---- memory regions --------------------------------------------------------------------------- */
+
+mscclppResult_t net_fabric_reg(struct net_fabric* f, void* ptr, size_t size, struct net_mr* out) {
+  int mode = f->info->domain_attr->mr_mode;
+  uint64_t want_key = atomic_fetch_add_explicit(&f->next_key, 1, memory_order_relaxed);
+  struct fid_mr* mr = NULL;
+  uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV;
+  int r = fi_mr_reg(f->domain, ptr, size, access, 0, want_key, 0, &mr, NULL);
+  if (r != 0) return fi_fail("registering memory (fi_mr_reg)", r);
+  if (mode & FI_MR_ENDPOINT) {
+    if ((r = fi_mr_bind(mr, &f->ep->fid, 0)) == 0) r = fi_mr_enable(mr);
+    if (r != 0) {
+      fi_close(&mr->fid);
+      return fi_fail("binding a memory region to the endpoint", r);
+    }
+  }
+  *out = (struct net_mr){.mr = mr, .desc = fi_mr_desc(mr), .key = fi_mr_key(mr),
+                         .base = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)ptr : 0};
+  return mscclppSuccess;
+}
+
+void net_fabric_dereg(struct net_mr* m) {
+  close_fid(m->mr);
+  m->mr = NULL;
+}
+
+/* ---- operations ------------------------------------------------------------------------------- */
+
+static ssize_t post_signal(struct net_fabric* f, struct net_pending* p, uint64_t addr, const struct net_op* op) {
+  struct net_sig s = {.magic = NET_SIG_MAGIC, .region = op->region, .offset = op->offset, .value = op->value};
+  struct iovec iov = {.iov_base = &s, .iov_len = sizeof(s)};
+  struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = (fi_addr_t)addr, .context = p};
+  /* FI_INJECT: s may go once the call returns; the completion still comes (delivery complete). */
+  return fi_sendmsg(f->ep, &msg, FI_INJECT | FI_DELIVERY_COMPLETE | FI_COMPLETION);
+}
+
+int net_fabric_post(struct net_fabric* f, struct net_pending* p, uint64_t addr, const struct net_op* op) {
+  ssize_t r;
+  const char* what = "an RMA write";
+  switch (op->kind) {
+    case NET_OP_WRITE:
+      r = fi_write(f->ep, op->local, op->size, op->desc, (fi_addr_t)addr, op->raddr, op->key, p);
+      break;
+    case NET_OP_READ:
+      what = "an RMA read";
+      r = fi_read(f->ep, op->local, op->size, op->desc, (fi_addr_t)addr, op->raddr, op->key, p);
+      break;
+    default:
+      what = "a signal";
+      r = post_signal(f, p, addr, op);
+      break;
+  }
+  if (r == 0) return 0;
+  if (r == -FI_EAGAIN) return 1;
+  (void)MPP_ERR(mscclppRemoteError, "net transport: posting %s failed: %s", what, fi_strerror((int)-r));
+  return -1;
+}
+#endif /* MSCCLPP_HAVE_LIBFABRIC */

@@ -1,0 +1,92 @@
+/* net_fabric.h - the net transport's libfabric side (net_fabric.c): one RDM endpoint per
+ * communicator, its completion queue read by one progress thread, memory regions, and the posting
+ * of RMA writes, reads and signal messages. net.c builds the transport row on it. Only built with
+ * libfabric (MSCCLPP_HAVE_LIBFABRIC).
+ *
+ * Completions: every posted operation names a struct net_pending (one per connection) as its
+ * context; the progress thread counts its completions there (and its first failure), so a
+ * connection's flush waits until `done` reaches the number it posted. Operations are posted with
+ * FI_DELIVERY_COMPLETE: a completion means the data has been placed in the peer's memory.
+ * Signals are 32-byte messages ({magic, region, offset, value}) received into buffers the progress
+ * thread keeps posted; it applies each one as a release store of the word (tcp_regions.c), after
+ * the writes before it (FI_ORDER_SAW, required of the provider). */
+#ifndef MPP_TRANSPORT_NET_FABRIC_H_
+#define MPP_TRANSPORT_NET_FABRIC_H_
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mscclpp/core.h>
+
+#define NET_ADDR_MAX 64 /* bytes of an endpoint name exchanged over the bootstrap */
+
+struct net_fabric;
+
+/* A local memory region. */
+struct net_mr {
+  void* mr;      /* struct fid_mr* */
+  void* desc;    /* fi_mr_desc, for local use as a source */
+  uint64_t key;  /* the remote key */
+  uint64_t base; /* remote address of the region's first byte (its address, or 0 for offset-based providers) */
+};
+
+/* A connection's completion counters, written by the progress thread, and its bounce buffer. */
+struct net_pending {
+  atomic_uint_fast64_t done; /* completions (successful or not) of operations posted on it */
+  atomic_int failed;         /* 1 once one of them failed (its text in why) */
+  char why[160];             /* written once before failed is set (release) */
+  struct net_pending* next;  /* net_fabric_retire's list */
+  /* A registered host buffer (net_fabric_max_op bytes, made on first use) through which the
+   * connection's unregistered host writes and reads go; freed with the counters. */
+  void* bounce;
+  struct net_mr bounce_mr;
+};
+
+/* Frees p and its bounce buffer (no operation may be in flight on it). */
+void net_pending_free(struct net_pending* p);
+
+/* Opens the provider chosen by MSCCLPP_NET_PROVIDER (default: libfabric's first RDM provider with
+ * RMA, delivery completion and send-after-write order) on the interface of MSCCLPP_SOCKET_IFNAME's
+ * address (as the bootstrap), and starts the progress thread; region writes of signals go to
+ * regions (a struct region_table*). InvalidUsage naming what is missing when nothing matches. */
+mscclppResult_t net_fabric_open(int rank, void* regions, struct net_fabric** out);
+/* What net_fabric_open would choose, without opening it: 1 with its description in buf, or 0 with
+ * the reason in buf. */
+int net_fabric_probe(char* buf, size_t len);
+/* Stops the progress thread and closes everything (what is in flight is dropped). */
+void net_fabric_close(struct net_fabric* f);
+/* This endpoint's name (at most NET_ADDR_MAX bytes) and its length. */
+size_t net_fabric_name(const struct net_fabric* f, void* buf);
+/* Adds a peer's endpoint name to the address vector; *addr is its fi_addr_t. */
+mscclppResult_t net_fabric_add_peer(struct net_fabric* f, int peer, const void* name, size_t len, uint64_t* addr);
+/* "provider fabric domain" of the endpoint, for messages. */
+const char* net_fabric_desc(const struct net_fabric* f);
+
+/* Registers [ptr, ptr+size) for remote reads and writes and local use. */
+mscclppResult_t net_fabric_reg(struct net_fabric* f, void* ptr, size_t size, struct net_mr* out);
+void net_fabric_dereg(struct net_mr* m);
+
+/* One operation to post: an RMA write of size bytes from local (desc: its region's, or NULL) to
+ * raddr/key, an RMA read of them into local, or a signal (the peer stores value at offset of its
+ * region after every earlier write of this endpoint to it). */
+enum net_op_kind { NET_OP_WRITE, NET_OP_READ, NET_OP_SIGNAL };
+struct net_op {
+  enum net_op_kind kind;
+  void* local;
+  size_t size; /* at most net_fabric_max_op */
+  void* desc;
+  uint64_t raddr, key;          /* write, read */
+  uint64_t region, offset, value; /* signal */
+};
+/* Posts op to the peer at addr, its completion counted in p: 0 posted, 1 the provider's queue is
+ * full (try again later), -1 failed (the error recorded). */
+int net_fabric_post(struct net_fabric* f, struct net_pending* p, uint64_t addr, const struct net_op* op);
+/* The largest bytes of one write or read. */
+size_t net_fabric_max_op(const struct net_fabric* f);
+
+/* Hands p to f, which frees it once no completion can reach it any more (at close): for a
+ * connection closed with operations still in flight. */
+void net_fabric_retire(struct net_fabric* f, struct net_pending* p);
+
+#endif /* MPP_TRANSPORT_NET_FABRIC_H_ */
