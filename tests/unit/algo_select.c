@@ -18,7 +18,7 @@ static void expect_error(const char* text, const char* what) {
 }
 
 static const char* lookup(enum algo_coll c, int kind, int n, size_t bytes) {
-  const struct algo_desc* d = algo_table_lookup(&t, c, kind, n, bytes, 7, 0);
+  const struct algo_desc* d = algo_table_lookup(&t, c, kind, n, 1, bytes, 7, 0);
   return d ? d->name : "-";
 }
 
@@ -44,18 +44,18 @@ int main(void) {
   /* A graph-only (zero-copy) algorithm's rule matches captured calls only; others take the next. */
   CHECK_OK(algo_table_parse("allgather gpu 1 * 1K * gpu_allgather_zc\nallgather gpu 1 * 0 * gpu_allgather_bulk", "zc.tsv", &t));
   CHECK(strcmp(lookup(ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 4096), "gpu_allgather_bulk") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 4096, 7, 1)->name, "gpu_allgather_zc") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 512, 7, 1)->name, "gpu_allgather_bulk") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 1, 4096, 7, 1)->name, "gpu_allgather_zc") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 1, 512, 7, 1)->name, "gpu_allgather_bulk") == 0);
 
   /* The optional datatype column: a rule serves only the datatypes it lists ('*': all). */
   CHECK_OK(algo_table_parse("allreduce cpu 1 * 0 * cpu_allreduce_allpairs half,bfloat16\n"
                             "allreduce cpu 1 * 0 4K cpu_allreduce_allpairs *\n"
                             "allreduce cpu 1 * 0 * cpu_allreduce_rsag", "dt.tsv", &t));
   CHECK(t.nrules == 3);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1 << 20, 6, 0)->name, "cpu_allreduce_allpairs") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1 << 20, 9, 0)->name, "cpu_allreduce_allpairs") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1 << 20, 7, 0)->name, "cpu_allreduce_rsag") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 4096, 7, 0)->name, "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 1 << 20, 6, 0)->name, "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 1 << 20, 9, 0)->name, "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 1 << 20, 7, 0)->name, "cpu_allreduce_rsag") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 4096, 7, 0)->name, "cpu_allreduce_allpairs") == 0);
   expect_error("allreduce cpu 1 * 0 * cpu_allreduce_rsag float,fp32", "test.tsv:1: unknown datatype 'fp32'");
   expect_error("allreduce cpu 1 * 0 * cpu_allreduce_rsag ,", "unknown datatype");
   expect_error("allreduce cpu 1 * 0 * cpu_allreduce_rsag * extra", "9 fields");
@@ -89,16 +89,16 @@ int main(void) {
     for (int j = i + 1; j < count; j++) CHECK_MSG(strcmp(r[i].name, r[j].name) != 0, "duplicate %s", r[i].name);
   for (int c = 0; c < ALGO_COLL_SENDRECV; c++) {
     const struct algo_desc* d = NULL;
-    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 4096, 7, 0, &d));
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 1, 4096, 7, 0, &d));
     CHECK_MSG(d != NULL && d->coll == (enum algo_coll)c, "no CPU algorithm for %s", algo_coll_name((enum algo_coll)c));
-    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 4096, 7, 0, &d));
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 1, 4096, 7, 0, &d));
     CHECK_MSG(d != NULL && d->coll == (enum algo_coll)c && d->kind == mscclppRankGpu, "no GPU algorithm for %s",
               algo_coll_name((enum algo_coll)c));
-    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, (size_t)1 << 30, 7, 0, &d));
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 1, (size_t)1 << 30, 7, 0, &d));
     CHECK_MSG(d != NULL && d->kind == mscclppRankGpu && strstr(d->name, "_bulk") != NULL,
               "1 GiB %s on GPU ranks should be a bulk algorithm, got %s", algo_coll_name((enum algo_coll)c),
               d ? d->name : "none");
-    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 4096, 7, 1, &d)); /* captured: any GPU algorithm */
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 1, 4096, 7, 1, &d)); /* captured: any GPU algorithm */
     CHECK(d != NULL && d->kind == mscclppRankGpu && d->coll == (enum algo_coll)c);
   }
   printf("algo_select: OK (table from %s)\n", algo_table_source());
