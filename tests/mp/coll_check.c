@@ -168,7 +168,7 @@ static int host_from_map(const char* map, int rank) {
   return atoi(p);
 }
 
-/* -S: the algorithm the selection picks for each chosen collective (4 KiB and 4 MiB of floats)
+/* -S: the algorithm the selection picks for each chosen collective (64 KiB and 64 MiB of floats)
  * is hierarchical (want "hier") or not ("flat"), for collectives with a hierarchical algorithm. */
 static void check_selection(mscclppComm_t comm, const struct opts* o) {
   struct algo_comm* ac;
@@ -178,7 +178,7 @@ static void check_selection(mscclppComm_t comm, const struct opts* o) {
   for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
     if (!(o->colls >> coll & 1) || coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE || coll == ALGO_COLL_ALLTOALL)
       continue;
-    for (size_t bytes = 4096; bytes <= ((size_t)4 << 20); bytes <<= 10) {
+    for (size_t bytes = (size_t)64 << 10; bytes <= ((size_t)64 << 20); bytes <<= 10) {
       const struct algo_desc* d = NULL;
       CHECK_OK(algo_select((enum algo_coll)coll, mscclppRankCpu, ac->nranks, ac->nhosts, bytes, 7, 0, &d));
       const char* s = d ? strstr(d->name, "_hier") : NULL;
