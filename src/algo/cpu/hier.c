@@ -88,6 +88,11 @@ static int cross_pair(const struct cpu_hier* x, int a, int b) {
   return la % hier_size(x, x->host_of[b]) == lb || lb % hier_size(x, x->host_of[a]) == la;
 }
 
+/* Whether a and b are both their hosts' broadcast leaders for root (symmetric). */
+static int leader_pair(const struct cpu_hier* x, int root, int a, int b) {
+  return cpu_hier_leader(x, x->host_of[a], root) == a && cpu_hier_leader(x, x->host_of[b], root) == b;
+}
+
 mscclppResult_t cpu_hier_begin(struct algo_comm* ac, const struct algo_args* a, struct cpu_net** out,
                                const struct cpu_hier** hier) {
   struct cpu_net* net;
@@ -98,9 +103,10 @@ mscclppResult_t cpu_hier_begin(struct algo_comm* ac, const struct algo_args* a, 
   net->coll = a->coll;
   /* Pairs connect in increasing peer order on every rank, over a symmetric set of pairs: no cycle of
    * ranks waiting for each other (as cpu_connect_all). */
-  int me = ac->rank;
+  int me = ac->rank, bcast = a->coll == ALGO_COLL_BROADCAST;
   for (int r = 0; r < ac->nranks; r++)
-    if (r != me && (x->host_of[r] == x->host_of[me] || cross_pair(x, me, r))) MPP_CHECK(cpu_connect(net, r));
+    if (r != me && (x->host_of[r] == x->host_of[me] || cross_pair(x, me, r) || (bcast && leader_pair(x, a->root, me, r))))
+      MPP_CHECK(cpu_connect(net, r));
   *out = net;
   *hier = x;
   return mscclppSuccess;

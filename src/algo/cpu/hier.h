@@ -36,10 +36,16 @@ void cpu_hier_free(struct cpu_hier* h);
 
 static inline int hier_size(const struct cpu_hier* x, int h) { return x->first[h + 1] - x->first[h]; }
 static inline int hier_rank(const struct cpu_hier* x, int h, int l) { return x->members[x->first[h] + l]; }
+/* Broadcast's leader of host h for root: the rank whose local index is the root's modulo h's size
+ * (the root on its own host). */
+static inline int cpu_hier_leader(const struct cpu_hier* x, int h, int root) {
+  return hier_rank(x, h, x->local_of[root] % hier_size(x, h));
+}
 
 /* The prologue of every hierarchical collective: the network, net->coll set, and the pipes these
- * algorithms use connected (every peer of the own host, and each remote rank whose local index is
- * this rank's modulo its host's size or the other way round), in increasing peer order. */
+ * algorithms use connected (every peer of the own host, each remote rank whose local index is this
+ * rank's modulo its host's size or the other way round, and for a broadcast the other hosts'
+ * leaders when this rank leads its host), in increasing peer order. */
 mscclppResult_t cpu_hier_begin(struct algo_comm* ac, const struct algo_args* a, struct cpu_net** net,
                                const struct cpu_hier** hier);
 
@@ -51,5 +57,6 @@ void cpu_hier_ops(enum elem_op op, enum elem_op* first, enum elem_op* second);
 mscclppResult_t cpu_allreduce_hier(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t cpu_allgather_hier(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t cpu_reducescatter_hier(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t cpu_broadcast_hier(struct algo_comm* ac, const struct algo_args* a);
 
 #endif /* MPP_ALGO_CPU_HIER_H_ */
