@@ -16,7 +16,7 @@ endfunction()
 # 3 hosts of 1, 2 and 3 ranks; one rank, and one host (no cross-host step: they must still be right).
 coll_hier_test(coll_hier_2x2 4 0,0,1,1 ${_hier_forced} -c ${_hier_colls} -n 1,7,999)
 coll_hier_test(coll_hier_3p1 4 0,0,0,1 ${_hier_forced} -c ${_hier_colls} -n 1,7,999)
-coll_hier_test(coll_hier_2p3 5 0,1,1,0,1 ${_hier_forced} -c ${_hier_colls} -n 2,13,999)
+coll_hier_test(coll_hier_2p3 5 0,1,1,0,1 ${_hier_forced} -c ${_hier_colls} -n 13,999)
 coll_hier_test(coll_hier_1p2p3 6 2,1,2,0,1,2 ${_hier_forced} -c ${_hier_colls} -d int8,half,float,bfloat16,f8e5m2
                -o sum,avg,premulsum,max -n 1,13,999)
 coll_hier_test(coll_hier_n1 1 0 ${_hier_forced} -c ${_hier_colls} -d int8,float,bfloat16 -o sum,avg,premulsum -n 1,999)
