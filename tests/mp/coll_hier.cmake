@@ -24,4 +24,7 @@ coll_hier_test(coll_hier_onehost 3 0,0,0 ${_hier_forced} -c ${_hier_colls} -d in
 # The table: the hierarchical algorithms across stand-in hosts (uneven too), the flat ones on one
 # host (-S checks what the selection picks before the collectives run through it).
 coll_hier_test(coll_hier_table_3p1 4 0,0,0,1 "" -S hier -c ${_hier_colls} -d float,int64 -o sum,avg -n 5,20000)
+# A rank dying inside the hierarchical allreduce (2 stand-in hosts of 2): every survivor names it.
+mpp_mp_test(coll_deadrank NRANKS 4 TESTNAME coll_deadrank_hier_2x2 SOURCES ${_coll_hier_dir}/coll_deadrank.c)
+set_tests_properties(coll_deadrank_hier_2x2 PROPERTIES ENVIRONMENT "COLL_DEADRANK_HOSTS=2")
 coll_hier_test(coll_hier_table_onehost 4 0,0,0,0 "" -S flat -c ${_hier_colls} -d float -o sum -n 5)
