@@ -87,8 +87,9 @@ void boot_idle_liveness(struct bootstrap* b) {
     uint64_t now = time_now_ns();
     if (!b->prev_gone) boot_beat(b, BOOT_DIR_PREV, 1, now);
     if (!b->next_gone) boot_beat(b, BOOT_DIR_NEXT, 1, now);
-    int watched[2] = {b->ring_prev_fd >= 0 && !b->prev_has_data && !b->prev_gone,
-                      b->ring_next_fd >= 0 && !b->next_gone};
+    int watched[2] = {b->ring_prev_fd >= 0 && !b->prev_has_data && !b->prev_gone && !b->eof_ns[BOOT_DIR_PREV],
+                      b->ring_next_fd >= 0 && !b->next_gone && !b->eof_ns[BOOT_DIR_NEXT]};
+    boot_eof_settle(b, 0);
     int d = boot_quiet_tick(b, watched, now);
     if (d >= 0) {
       struct boot_notice n = boot_stuck_notice(b, d);

@@ -205,7 +205,10 @@ void bootstrap_abort(struct bootstrap* b) {
   if (!b->own_cause) b->own_cause = cause;
   /* shutdown, not close: other threads may be blocked on these fds; destroy closes them. */
   if (b->listen_fd >= 0) shutdown(b->listen_fd, SHUT_RDWR);
-  if (!b->fault.type) boot_ring_look_now(b); /* the abort may be a death's consequence: tell that */
+  if (!b->fault.type) { /* the abort may be a death's consequence: tell that */
+    boot_ring_look_now(b);
+    boot_eof_settle(b, 1);
+  }
   boot_ring_shutdown(b);
   for (int i = 0; b->send_fds && i < b->nranks; i++)
     if (b->send_fds[i] >= 0) shutdown(b->send_fds[i], SHUT_RDWR);

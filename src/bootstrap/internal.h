@@ -53,6 +53,9 @@ struct boot_notice {
 
 /* Ring directions, the index of the per-neighbour liveness state. */
 enum { BOOT_DIR_PREV = 0, BOOT_DIR_NEXT = 1 };
+/* A bare EOF from a ring neighbour waits this long for a notice from the other side naming the
+ * rank that failed first (the neighbour may only have gone down because of it). */
+#define BOOT_NOTICE_GRACE_MS 300
 
 struct bootstrap {
   int rank, nranks;
@@ -77,6 +80,10 @@ struct bootstrap {
   uint64_t shortages_at_start; /* err_shortages() when this bootstrap began */
   int ring_left;            /* a rank whose departure broke the ring, else -1 */
   int prev_gone, next_gone; /* that ring neighbour left: its socket is no longer watched */
+  /* When the progress thread saw that neighbour's ring socket end without a notice (0: not); its
+   * death is adopted only after BOOT_NOTICE_GRACE_MS without a notice from the other side, since it
+   * may have gone down after another rank's failure (liveness.c). The socket is not watched since. */
+  uint64_t eof_ns[2];
   uint64_t* left_ns;        /* [nranks]: when that rank's departure was learnt (0: not) */
   /* Heartbeats (liveness.c), by ring direction. Owned by whichever thread owns the ring: the
    * progress thread while ring_busy is 0 (under mu), the ring code while it is 1; ring_busy
@@ -210,6 +217,9 @@ void boot_watch_ready(struct bootstrap* b, const short revents[2]);
 /* Looks at the idle ring once, without waiting (abort: a neighbour's death already visible there
  * is what this rank passes on, rather than its own abort). */
 void boot_ring_look_now(struct bootstrap* b);
+/* Adopts the death of a neighbour whose socket ended without a notice (eof_ns) once the grace has
+ * passed with no other fault known, or at once when now_anyway (mu held). */
+void boot_eof_settle(struct bootstrap* b, int now_anyway);
 /* A ring connection from rank-1 arrived after the ring broke (init failed meanwhile): tells it
  * why (b->fault, else this rank's own failure) and shuts it down. mu held. */
 void boot_ring_tell_late(struct bootstrap* b, int fd);

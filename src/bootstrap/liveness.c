@@ -140,15 +140,32 @@ static void watch_one(struct bootstrap* b, int from_prev) {
     return;
   }
   if (n > 0 && n < (ssize_t)sizeof(hdr)) return; /* half a notice: the rest is on its way */
-  /* EOF or an error without a notice (or garbage from rank+1): that rank is gone. */
-  struct boot_notice died = {.type = n > 0 ? BOOT_NOTICE_FAILED : BOOT_NOTICE_DIED, .rank = peer};
-  boot_adopt(b, &died, 1);
+  if (n > 0) { /* garbage from rank+1: it failed */
+    struct boot_notice failed = {.type = BOOT_NOTICE_FAILED, .rank = peer};
+    boot_adopt(b, &failed, 1);
+    return;
+  }
+  /* EOF or an error without a notice: that rank is gone, unless a notice from the other side says
+   * it went down after another's failure (boot_eof_settle decides after the grace). */
+  int dir = from_prev ? BOOT_DIR_PREV : BOOT_DIR_NEXT;
+  if (!b->eof_ns[dir]) b->eof_ns[dir] = time_now_ns();
+}
+
+void boot_eof_settle(struct bootstrap* b, int now_anyway) {
+  uint64_t now = time_now_ns();
+  for (int d = 0; d < 2 && !b->fault.type && !b->ring_broken; d++) {
+    if (!b->eof_ns[d] || (!now_anyway && now - b->eof_ns[d] < BOOT_NOTICE_GRACE_MS * 1000000ull)) continue;
+    int peer = (b->rank + (d == BOOT_DIR_PREV ? b->nranks - 1 : 1)) % b->nranks;
+    struct boot_notice died = {.type = BOOT_NOTICE_DIED, .rank = peer};
+    boot_adopt(b, &died, 1);
+  }
 }
 
 void boot_ring_look_now(struct bootstrap* b) {
   int on = !b->ring_busy && !b->ring_broken;
-  struct pollfd p[2] = {{.fd = on && !b->prev_has_data && !b->prev_gone ? b->ring_prev_fd : -1, .events = POLLIN},
-                        {.fd = on && !b->next_gone ? b->ring_next_fd : -1, .events = POLLIN}};
+  struct pollfd p[2] = {{.fd = on && !b->prev_has_data && !b->prev_gone && !b->eof_ns[BOOT_DIR_PREV] ? b->ring_prev_fd : -1,
+                         .events = POLLIN},
+                        {.fd = on && !b->next_gone && !b->eof_ns[BOOT_DIR_NEXT] ? b->ring_next_fd : -1, .events = POLLIN}};
   if (!on || poll(p, 2, 0) <= 0) return;
   if (p[0].revents) watch_one(b, 1);
   if (p[1].revents && !b->ring_broken && !b->next_gone) watch_one(b, 0);
@@ -157,8 +174,8 @@ void boot_ring_look_now(struct bootstrap* b) {
 int boot_watch_fds(struct bootstrap* b, int fds[2]) {
   pthread_mutex_lock(&b->mu);
   int on = !b->ring_busy && !b->ring_broken && !b->aborted;
-  fds[0] = on && !b->prev_has_data && !b->prev_gone ? b->ring_prev_fd : -1;
-  fds[1] = on && !b->next_gone ? b->ring_next_fd : -1;
+  fds[0] = on && !b->prev_has_data && !b->prev_gone && !b->eof_ns[BOOT_DIR_PREV] ? b->ring_prev_fd : -1;
+  fds[1] = on && !b->next_gone && !b->eof_ns[BOOT_DIR_NEXT] ? b->ring_next_fd : -1;
   pthread_mutex_unlock(&b->mu);
   return on;
 }
@@ -166,9 +183,9 @@ int boot_watch_fds(struct bootstrap* b, int fds[2]) {
 void boot_watch_ready(struct bootstrap* b, const short revents[2]) {
   pthread_mutex_lock(&b->mu);
   int on = !b->ring_busy && !b->ring_broken && !b->aborted;
-  if (on && revents[0] && !b->prev_has_data && !b->prev_gone) watch_one(b, 1);
+  if (on && revents[0] && !b->prev_has_data && !b->prev_gone && !b->eof_ns[BOOT_DIR_PREV]) watch_one(b, 1);
   on = !b->ring_busy && !b->ring_broken && !b->aborted;
-  if (on && revents[1] && !b->next_gone) watch_one(b, 0);
+  if (on && revents[1] && !b->next_gone && !b->eof_ns[BOOT_DIR_NEXT]) watch_one(b, 0);
   pthread_mutex_unlock(&b->mu);
 }
 

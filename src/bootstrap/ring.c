@@ -6,7 +6,7 @@
  * rank-1 (the only bytes ever sent against the ring's direction) and, at a frame boundary, to
  * rank+1, and both ring sockets are shut down; the neighbours fail and pass the notice on, in both
  * directions around the ring, so every survivor returns an error naming that rank promptly. A bare
- * EOF waits NOTICE_GRACE_MS for a notice from the other side (the neighbour may only have relayed
+ * EOF waits BOOT_NOTICE_GRACE_MS for a notice from the other side (the neighbour may only have relayed
  * a failure mid-frame) before it counts as that neighbour's death. */
 #include <errno.h>
 #include <limits.h>
@@ -30,7 +30,6 @@ struct xfer {
   int next_left; /* rank+1 left after taking all we send in this operation (its last step) */
 };
 
-#define NOTICE_GRACE_MS 300 /* a bare EOF waits this long for a notice from the other side */
 
 void boot_ring_shutdown(struct bootstrap* b) {
   struct boot_notice self = {.type = BOOT_NOTICE_FAILED, .rank = b->rank, .cause = b->own_cause};
@@ -218,7 +217,7 @@ static mscclppResult_t ring_fail(struct bootstrap* b, const struct xfer* x, mscc
   if (!known && x->eof_from >= 0) {
     int prev = (b->rank + b->nranks - 1) % b->nranks;
     int other = x->eof_from == prev ? b->ring_next_fd : b->ring_prev_fd;
-    if (!boot_wait_notice(b, other, NOTICE_GRACE_MS, &n)) n = (struct boot_notice){.type = BOOT_NOTICE_DIED, .rank = x->eof_from};
+    if (!boot_wait_notice(b, other, BOOT_NOTICE_GRACE_MS, &n)) n = (struct boot_notice){.type = BOOT_NOTICE_DIED, .rank = x->eof_from};
   }
   pthread_mutex_lock(&b->mu);
   if (!known) {
