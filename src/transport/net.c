@@ -13,8 +13,10 @@
 
 #include "transport/net.h"
 #include "transport/net_fabric.h"
+#include "transport/net_sig.h"
 #include "transport/tcp_regions.h"
 #include "transport/transport.h"
+#include "util/auth.h"
 #include "util/bytes.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -47,6 +49,10 @@ struct net_conn {
   uint64_t posted; /* operations posted (this connection's thread only) */
   uint64_t addr;   /* the peer's fi_addr_t */
   int broken;      /* a post failed (peer gone): later calls fail */
+  uint32_t my_id;    /* this endpoint's id of the connection: the peer's signals carry it */
+  uint32_t peer_id;  /* the peer's id of it: our signals carry it */
+  atomic_uint_fast64_t seq; /* our signals' sequence numbers (the last one used) */
+  uint8_t send_key[AUTH_KEY_BYTES]; /* MACs our signals (the receiver holds it for its side) */
 };
 
 static struct net_state* state_of(const struct transport_comm* tc) { return tc->state[mscclppTransportNet]; }
@@ -174,30 +180,89 @@ static mscclppResult_t net_import(struct transport_mem* mem) {
 static void net_unimport(struct transport_mem* mem) { (void)mem; }
 
 #if MSCCLPP_HAVE_LIBFABRIC
-/* Swaps endpoint names with the peer through the bootstrap (the tcp transport's tag purpose: a
- * pair creates its connections one at a time, so the two never interleave). */
-static mscclppResult_t net_connect(struct transport_conn* conn) {
+/* What the two sides of a connection swap over the (authenticated) bootstrap. */
+#define NET_HELLO_BYTES (8 + NET_ADDR_MAX + 8 + NET_SIG_NONCE_BYTES)
+struct net_hello {
+  uint64_t name_len;
+  uint8_t name[NET_ADDR_MAX]; /* the endpoint's name: the only address put in the address vector */
+  uint32_t conn_id;           /* the sender's id of the connection, for the signals it will accept */
+  uint8_t nonce[NET_SIG_NONCE_BYTES]; /* fresh: the connection's keys are new each time */
+};
+
+static void hello_encode(const struct net_hello* h, uint8_t* out) {
+  memset(out, 0, NET_HELLO_BYTES);
+  le_put64(out, h->name_len);
+  memcpy(out + 8, h->name, sizeof(h->name));
+  le_put32(out + 8 + NET_ADDR_MAX, h->conn_id);
+  memcpy(out + 16 + NET_ADDR_MAX, h->nonce, NET_SIG_NONCE_BYTES);
+}
+
+static void hello_decode(const uint8_t* in, struct net_hello* h) {
+  h->name_len = le_get64(in);
+  memcpy(h->name, in + 8, sizeof(h->name));
+  h->conn_id = le_get32(in + 8 + NET_ADDR_MAX);
+  memcpy(h->nonce, in + 16 + NET_ADDR_MAX, NET_SIG_NONCE_BYTES);
+}
+
+/* Makes both directions' signal keys from the communicator's net key (bootstrap_derive_key: only
+ * ranks holding the job's secret have it) and both nonces, and arms the receiving side. */
+static mscclppResult_t arm_signals(struct transport_conn* conn, struct net_conn* c, const struct net_hello* mine,
+                                   const struct net_hello* theirs) {
+  uint8_t comm_key[AUTH_KEY_BYTES], recv_key[AUTH_KEY_BYTES];
+  int me = conn->tc->rank, peer = conn->peer;
+  MPP_CHECK(bootstrap_derive_key(conn->tc->boot, "mscclpp-net-v1", conn->tc->comm_id, comm_key));
+  mscclppResult_t res = net_sig_key(comm_key, me, peer, conn->tag, mine->nonce, theirs->nonce, c->send_key);
+  if (res == mscclppSuccess) res = net_sig_key(comm_key, peer, me, conn->tag, theirs->nonce, mine->nonce, recv_key);
+  if (res == mscclppSuccess) res = net_fabric_auth_set(fabric_of(conn), c->my_id, peer, c->addr, recv_key);
+  memset(comm_key, 0, sizeof(comm_key));
+  memset(recv_key, 0, sizeof(recv_key));
+  c->peer_id = theirs->conn_id;
+  return res;
+}
+
+/* Swaps endpoint names, connection ids and nonces with the peer through the bootstrap (the tcp
+ * transport's tag purpose: a pair creates its connections one at a time, so the two never
+ * interleave), inserts the peer's name, arms the signal check, and swaps once more so that
+ * neither side signals before the other accepts its signals. */
+static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_conn* c) {
   struct net_fabric* f = fabric_of(conn);
-  uint8_t mine[NET_ADDR_MAX + 8] = {0}, theirs[NET_ADDR_MAX + 8];
-  size_t len = net_fabric_name(f, mine + 8);
-  le_put64(mine, len);
-  MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, boot_tag(BOOT_TAG_TCP, conn->tag), mine, theirs, sizeof(mine)));
+  struct net_hello mine = {0}, theirs;
+  uint8_t out[NET_HELLO_BYTES], in[NET_HELLO_BYTES];
+  int tag = boot_tag(BOOT_TAG_TCP, conn->tag);
+  mine.name_len = net_fabric_name(f, mine.name);
+  MPP_CHECK(net_fabric_auth_reserve(f, &c->my_id));
+  mine.conn_id = c->my_id;
+  MPP_CHECK(auth_random(mine.nonce, sizeof(mine.nonce)));
+  hello_encode(&mine, out);
+  MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, out, in, NET_HELLO_BYTES));
+  hello_decode(in, &theirs);
+  if (theirs.conn_id == 0)
+    return MPP_ERR(mscclppRemoteError, "net transport: rank %d sent connection id 0", conn->peer);
+  MPP_CHECK(net_fabric_add_peer(f, conn->peer, theirs.name, theirs.name_len > NET_ADDR_MAX ? 0 : theirs.name_len,
+                                &c->addr));
+  MPP_CHECK(arm_signals(conn, c, &mine, &theirs));
+  uint8_t ready = 1, peer_ready = 0;
+  MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, &ready, &peer_ready, 1));
+  return mscclppSuccess;
+}
+
+static mscclppResult_t net_connect(struct transport_conn* conn) {
   struct net_conn* c = calloc(1, sizeof(*c));
   if (c != NULL) c->p = calloc(1, sizeof(*c->p));
   if (c == NULL || c->p == NULL) {
     if (c != NULL) free(c);
     return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   }
-  uint64_t theirs_len = le_get64(theirs);
-  mscclppResult_t res = net_fabric_add_peer(f, conn->peer, theirs + 8, theirs_len > NET_ADDR_MAX ? 0 : theirs_len, &c->addr);
+  mscclppResult_t res = net_connect_swap(conn, c);
   if (res != mscclppSuccess) {
+    if (c->my_id != 0) net_fabric_auth_remove(fabric_of(conn), c->my_id);
     free(c->p);
     free(c);
     return res;
   }
   conn->priv = c;
   LOG_INFO_(LOG_SUB_NET, "net transport: rank %d connected to rank %d (tag %d) through %s", conn->tc->rank, conn->peer,
-            conn->tag, net_fabric_desc(f));
+            conn->tag, net_fabric_desc(fabric_of(conn)));
   return mscclppSuccess;
 }
 
@@ -388,7 +453,13 @@ static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, str
 static mscclppResult_t net_update(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                   uint64_t new_value) {
   MPP_CHECK(net_status(conn));
-  struct net_op op = {.kind = NET_OP_SIGNAL, .region = part_of(dst)->region_id, .offset = dst_off, .value = new_value};
+  struct net_conn* c = conn->priv;
+  /* Relaxed: the number only has to be unique per connection; the receiver's window takes any order. */
+  uint64_t seq = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed) + 1;
+  struct net_sig sig = {.magic = NET_SIG_MAGIC, .conn_id = c->peer_id, .seq = seq, .region = part_of(dst)->region_id,
+                        .offset = dst_off, .value = new_value};
+  net_sig_seal(c->send_key, &sig);
+  struct net_op op = {.kind = NET_OP_SIGNAL, .sig = &sig};
   mscclppResult_t res = post_op(conn, &op);
   if (res != mscclppSuccess)
     return MPP_ERR(res, "net update of rank %d's word at offset %llu: %s", conn->peer, (unsigned long long)dst_off,
@@ -410,8 +481,10 @@ static void net_close(struct transport_conn* conn, int abort) {
     (void)wait_all(conn, NET_CLOSE_WAIT_MS, "close");
     err_quiet(quiet);
   }
+  net_fabric_auth_remove(fabric_of(conn), c->my_id); /* its signals are refused from now on */
   if (atomic_load_explicit(&c->p->done, memory_order_acquire) < c->posted) net_fabric_retire(fabric_of(conn), c->p);
   else net_pending_free(c->p);
+  memset(c->send_key, 0, sizeof(c->send_key));
   free(c);
   conn->priv = NULL;
 }
