@@ -6,6 +6,7 @@
  * applies after the writes before it, and a flush waits for the delivery completions of
  * everything posted. Auto prefers it to tcp across hosts while it is on; GPU memory is not carried
  * yet (no FI_HMEM or staging): GPU ranks keep tcp. docs/net-transport.md. */
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +52,9 @@ struct net_conn {
   int broken;      /* a post failed (peer gone): later calls fail */
   uint32_t my_id;    /* this endpoint's id of the connection: the peer's signals carry it */
   uint32_t peer_id;  /* the peer's id of it: our signals carry it */
-  atomic_uint_fast64_t seq; /* our signals' sequence numbers (the last one used) */
-  uint8_t send_key[AUTH_KEY_BYTES]; /* MACs our signals (the receiver holds it for its side) */
+  uint64_t seq;                /* our signals' sequence numbers (the last one used), under send_lock */
+  struct net_sig_mac send_mac; /* keyed with our direction's key (the receiver holds the same) */
+  pthread_mutex_t send_lock;   /* one signal sealed at a time (the proxy and the caller may both signal) */
 };
 
 static struct net_state* state_of(const struct transport_comm* tc) { return tc->state[mscclppTransportNet]; }
@@ -210,11 +212,14 @@ static mscclppResult_t arm_signals(struct transport_conn* conn, struct net_conn*
                                    const struct net_hello* theirs) {
   uint8_t comm_key[AUTH_KEY_BYTES], recv_key[AUTH_KEY_BYTES];
   int me = conn->tc->rank, peer = conn->peer;
+  uint8_t send_key[AUTH_KEY_BYTES];
   MPP_CHECK(bootstrap_derive_key(conn->tc->boot, "mscclpp-net-v1", conn->tc->comm_id, comm_key));
-  mscclppResult_t res = net_sig_key(comm_key, me, peer, conn->tag, mine->nonce, theirs->nonce, c->send_key);
+  mscclppResult_t res = net_sig_key(comm_key, me, peer, conn->tag, mine->nonce, theirs->nonce, send_key);
   if (res == mscclppSuccess) res = net_sig_key(comm_key, peer, me, conn->tag, theirs->nonce, mine->nonce, recv_key);
+  if (res == mscclppSuccess) res = net_sig_mac_init(&c->send_mac, send_key);
   if (res == mscclppSuccess) res = net_fabric_auth_set(fabric_of(conn), c->my_id, peer, c->addr, recv_key);
   memset(comm_key, 0, sizeof(comm_key));
+  memset(send_key, 0, sizeof(send_key));
   memset(recv_key, 0, sizeof(recv_key));
   c->peer_id = theirs->conn_id;
   return res;
@@ -246,6 +251,12 @@ static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_
   return mscclppSuccess;
 }
 
+static void conn_free(struct net_conn* c) {
+  net_sig_mac_free(&c->send_mac);
+  pthread_mutex_destroy(&c->send_lock);
+  free(c);
+}
+
 static mscclppResult_t net_connect(struct transport_conn* conn) {
   struct net_conn* c = calloc(1, sizeof(*c));
   if (c != NULL) c->p = calloc(1, sizeof(*c->p));
@@ -253,11 +264,12 @@ static mscclppResult_t net_connect(struct transport_conn* conn) {
     if (c != NULL) free(c);
     return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   }
+  pthread_mutex_init(&c->send_lock, NULL);
   mscclppResult_t res = net_connect_swap(conn, c);
   if (res != mscclppSuccess) {
     if (c->my_id != 0) net_fabric_auth_remove(fabric_of(conn), c->my_id);
     free(c->p);
-    free(c);
+    conn_free(c);
     return res;
   }
   conn->priv = c;
@@ -454,11 +466,11 @@ static mscclppResult_t net_update(struct transport_conn* conn, struct transport_
                                   uint64_t new_value) {
   MPP_CHECK(net_status(conn));
   struct net_conn* c = conn->priv;
-  /* Relaxed: the number only has to be unique per connection; the receiver's window takes any order. */
-  uint64_t seq = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed) + 1;
-  struct net_sig sig = {.magic = NET_SIG_MAGIC, .conn_id = c->peer_id, .seq = seq, .region = part_of(dst)->region_id,
-                        .offset = dst_off, .value = new_value};
-  net_sig_seal(c->send_key, &sig);
+  pthread_mutex_lock(&c->send_lock);
+  struct net_sig sig = {.magic = NET_SIG_MAGIC, .conn_id = c->peer_id, .seq = ++c->seq,
+                        .region = part_of(dst)->region_id, .offset = dst_off, .value = new_value};
+  net_sig_seal(&c->send_mac, &sig);
+  pthread_mutex_unlock(&c->send_lock);
   struct net_op op = {.kind = NET_OP_SIGNAL, .sig = &sig};
   mscclppResult_t res = post_op(conn, &op);
   if (res != mscclppSuccess)
@@ -484,8 +496,7 @@ static void net_close(struct transport_conn* conn, int abort) {
   net_fabric_auth_remove(fabric_of(conn), c->my_id); /* its signals are refused from now on */
   if (atomic_load_explicit(&c->p->done, memory_order_acquire) < c->posted) net_fabric_retire(fabric_of(conn), c->p);
   else net_pending_free(c->p);
-  memset(c->send_key, 0, sizeof(c->send_key));
-  free(c);
+  conn_free(c);
   conn->priv = NULL;
 }
 #else
@@ -503,6 +514,57 @@ int net_probe(char* why, size_t len) {
   return 0;
 #endif
 }
+
+/* ---- for the tests (net.h) ----------------------------------------------------------------- */
+#if MSCCLPP_HAVE_LIBFABRIC
+size_t net_test_name(const struct transport_comm* tc, void* buf) {
+  const struct net_state* s = state_of(tc);
+  return s != NULL && s->f != NULL ? net_fabric_name(s->f, buf) : 0;
+}
+
+int net_test_last_signal(const struct transport_comm* tc, void* msg64) {
+  const struct net_state* s = state_of(tc);
+  return s != NULL && s->f != NULL && net_fabric_last_signal(s->f, msg64);
+}
+
+int net_test_send_raw(struct transport_conn* conn, const void* msg64) {
+  struct net_op op = {.kind = NET_OP_SIGNAL, .sig = msg64};
+  return post_op(conn, &op) == mscclppSuccess && wait_all(conn, io_timeout_ms(), "raw send") == mscclppSuccess;
+}
+
+int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* base) {
+  if (!(mem->d.transports & TRANSPORT_BIT(mscclppTransportNet))) return 0;
+  const struct net_part* p = (const struct net_part*)(const void*)&mem->d.part[mscclppTransportNet];
+  *key = p->key;
+  *base = p->base;
+  return 1;
+}
+
+unsigned long long net_test_refused(void) { return (unsigned long long)net_fabric_refused_total(); }
+#else
+size_t net_test_name(const struct transport_comm* tc, void* buf) {
+  (void)tc;
+  (void)buf;
+  return 0;
+}
+int net_test_last_signal(const struct transport_comm* tc, void* msg64) {
+  (void)tc;
+  (void)msg64;
+  return 0;
+}
+int net_test_send_raw(struct transport_conn* conn, const void* msg64) {
+  (void)conn;
+  (void)msg64;
+  return 0;
+}
+int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* base) {
+  (void)mem;
+  (void)key;
+  (void)base;
+  return 0;
+}
+unsigned long long net_test_refused(void) { return 0; }
+#endif
 
 const struct transport_ops net_transport = {
     .name = "net",

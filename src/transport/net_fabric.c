@@ -36,7 +36,7 @@ struct net_auth {
   int ready; /* key and addr set */
   int peer;
   uint64_t addr;
-  uint8_t key[AUTH_KEY_BYTES];
+  struct net_sig_mac mac; /* keyed with the connection's receiving key */
   struct net_replay replay;
 };
 
@@ -118,7 +118,7 @@ static const char* check_signal(struct net_fabric* f, const struct net_sig* s, s
   struct net_auth* a = f->auth[s->conn_id - 1];
   if (a == NULL || !a->ready) return "unknown connection id";
   if (f->has_source && src != a->addr) return "not sent from the connection's peer";
-  if (!net_sig_mac_ok(a->key, s)) return "bad MAC";
+  if (!net_sig_mac_ok(&a->mac, s)) return "bad MAC";
   if (!net_replay_accept(&a->replay, s->seq)) return "replayed or too old sequence number";
   return NULL;
 }
@@ -383,7 +383,11 @@ void net_fabric_close(struct net_fabric* f) {
   close_fid(f->fabric);
   if (f->info != NULL) fi_freeinfo(f->info);
   pthread_mutex_destroy(&f->retired_lock);
-  for (uint32_t i = 0; i < f->n_auth; i++) free(f->auth[i]);
+  for (uint32_t i = 0; i < f->n_auth; i++)
+    if (f->auth[i] != NULL) {
+      net_sig_mac_free(&f->auth[i]->mac);
+      free(f->auth[i]);
+    }
   free(f->auth);
   pthread_mutex_destroy(&f->auth_lock);
   free(f);
@@ -523,21 +527,26 @@ mscclppResult_t net_fabric_auth_reserve(struct net_fabric* f, uint32_t* id) {
 
 mscclppResult_t net_fabric_auth_set(struct net_fabric* f, uint32_t id, int peer, uint64_t addr,
                                     const uint8_t key[AUTH_KEY_BYTES]) {
+  struct net_sig_mac mac;
+  MPP_CHECK(net_sig_mac_init(&mac, key));
   pthread_mutex_lock(&f->auth_lock);
   struct net_auth* a = id >= 1 && id <= f->n_auth ? f->auth[id - 1] : NULL;
-  if (a != NULL) {
+  if (a != NULL && !a->ready) {
     a->peer = peer;
     a->addr = addr;
-    memcpy(a->key, key, AUTH_KEY_BYTES);
+    a->mac = mac;
     a->ready = 1;
   }
   pthread_mutex_unlock(&f->auth_lock);
-  return a != NULL ? mscclppSuccess : MPP_ERR(mscclppInternalError, "net transport: no connection id %u", id);
+  if (a != NULL && a->mac.ctx == mac.ctx) return mscclppSuccess;
+  net_sig_mac_free(&mac);
+  return MPP_ERR(mscclppInternalError, "net transport: no fresh connection id %u", id);
 }
 
 void net_fabric_auth_remove(struct net_fabric* f, uint32_t id) {
   pthread_mutex_lock(&f->auth_lock);
-  if (id >= 1 && id <= f->n_auth) {
+  if (id >= 1 && id <= f->n_auth && f->auth[id - 1] != NULL) {
+    net_sig_mac_free(&f->auth[id - 1]->mac);
     free(f->auth[id - 1]);
     f->auth[id - 1] = NULL;
   }

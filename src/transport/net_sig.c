@@ -4,7 +4,12 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
 #include "util/bytes.h"
+#include "util/err.h"
 
 mscclppResult_t net_sig_key(const uint8_t comm_key[AUTH_KEY_BYTES], int from, int to, int tag,
                             const uint8_t from_nonce[NET_SIG_NONCE_BYTES], const uint8_t to_nonce[NET_SIG_NONCE_BYTES],
@@ -18,20 +23,46 @@ mscclppResult_t net_sig_key(const uint8_t comm_key[AUTH_KEY_BYTES], int from, in
   return auth_hkdf(comm_key, AUTH_KEY_BYTES, "mscclpp-net-signal-v1", info, sizeof(info), out, AUTH_KEY_BYTES);
 }
 
-static void mac_of(const uint8_t key[AUTH_KEY_BYTES], const struct net_sig* s, uint8_t out[AUTH_MAC_BYTES]) {
-  struct auth_part part = {s, offsetof(struct net_sig, mac)};
-  auth_mac(key, "net-signal", &part, 1, out);
+mscclppResult_t net_sig_mac_init(struct net_sig_mac* m, const uint8_t key[AUTH_KEY_BYTES]) {
+  m->ctx = NULL;
+  EVP_MAC* mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+  EVP_MAC_CTX* ctx = mac != NULL ? EVP_MAC_CTX_new(mac) : NULL;
+  EVP_MAC_free(mac); /* the context keeps its own reference */
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char*)"SHA256", 0),
+                         OSSL_PARAM_construct_end()};
+  if (ctx == NULL || EVP_MAC_init(ctx, key, AUTH_KEY_BYTES, params) != 1) {
+    EVP_MAC_CTX_free(ctx);
+    return MPP_ERR(mscclppSystemError, "net transport: libcrypto's HMAC-SHA256 could not be set up");
+  }
+  m->ctx = ctx;
+  return mscclppSuccess;
 }
 
-void net_sig_seal(const uint8_t key[AUTH_KEY_BYTES], struct net_sig* s) {
+void net_sig_mac_free(struct net_sig_mac* m) {
+  EVP_MAC_CTX_free(m->ctx);
+  m->ctx = NULL;
+}
+
+/* HMAC-SHA256 of the fields before the MAC; all zero if libcrypto fails (which then checks nothing). */
+static void mac_of(struct net_sig_mac* m, const struct net_sig* s, uint8_t out[AUTH_MAC_BYTES]) {
+  size_t len = 0;
+  /* A NULL key restarts the HMAC with the key already set. */
+  if (m->ctx == NULL || EVP_MAC_init(m->ctx, NULL, 0, NULL) != 1 ||
+      EVP_MAC_update(m->ctx, (const unsigned char*)s, offsetof(struct net_sig, mac)) != 1 ||
+      EVP_MAC_final(m->ctx, out, &len, AUTH_MAC_BYTES) != 1 || len != AUTH_MAC_BYTES)
+    memset(out, 0, AUTH_MAC_BYTES);
+}
+
+void net_sig_seal(struct net_sig_mac* m, struct net_sig* s) {
   uint8_t mac[AUTH_MAC_BYTES];
-  mac_of(key, s, mac);
+  mac_of(m, s, mac);
   memcpy(s->mac, mac, NET_SIG_MAC_BYTES);
 }
 
-int net_sig_mac_ok(const uint8_t key[AUTH_KEY_BYTES], const struct net_sig* s) {
-  uint8_t mac[AUTH_MAC_BYTES];
-  mac_of(key, s, mac);
+int net_sig_mac_ok(struct net_sig_mac* m, const struct net_sig* s) {
+  uint8_t mac[AUTH_MAC_BYTES], zero[AUTH_MAC_BYTES] = {0};
+  mac_of(m, s, mac);
+  if (auth_equal(mac, zero, sizeof(zero))) return 0; /* libcrypto failed: accept nothing */
   return auth_equal(mac, s->mac, NET_SIG_MAC_BYTES);
 }
 

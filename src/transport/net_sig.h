@@ -38,10 +38,17 @@ _Static_assert(sizeof(struct net_sig) == 64, "a signal message is 64 bytes");
 mscclppResult_t net_sig_key(const uint8_t comm_key[AUTH_KEY_BYTES], int from, int to, int tag,
                             const uint8_t from_nonce[NET_SIG_NONCE_BYTES], const uint8_t to_nonce[NET_SIG_NONCE_BYTES],
                             uint8_t out[AUTH_KEY_BYTES]);
+/* An HMAC-SHA256 keyed once (libcrypto's EVP_MAC context: a one-shot HMAC() per message would look
+ * the algorithm up each time, several microseconds). One thread at a time per object. */
+struct net_sig_mac {
+  void* ctx; /* EVP_MAC_CTX* */
+};
+mscclppResult_t net_sig_mac_init(struct net_sig_mac* m, const uint8_t key[AUTH_KEY_BYTES]);
+void net_sig_mac_free(struct net_sig_mac* m);
 /* Writes s->mac over every field before it. */
-void net_sig_seal(const uint8_t key[AUTH_KEY_BYTES], struct net_sig* s);
-/* 1 when s->mac is right for key (time independent of the contents). */
-int net_sig_mac_ok(const uint8_t key[AUTH_KEY_BYTES], const struct net_sig* s);
+void net_sig_seal(struct net_sig_mac* m, struct net_sig* s);
+/* 1 when s->mac is right (compared in time independent of the contents). */
+int net_sig_mac_ok(struct net_sig_mac* m, const struct net_sig* s);
 
 /* Sequence numbers seen on one direction: the highest, and which of the NET_SIG_WINDOW below it. */
 struct net_replay {
