@@ -174,6 +174,7 @@ static void* progress_main(void* arg) {
   while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
     struct fi_cq_data_entry ents[NET_CQ_BATCH];
     fi_addr_t src[NET_CQ_BATCH];
+    for (int i = 0; i < NET_CQ_BATCH; i++) src[i] = FI_ADDR_NOTAVAIL; /* providers without FI_SOURCE */
     /* With a wait object the thread sleeps until the provider has something (its sockets are
      * readable), at most NET_SREAD_MS so that stop is seen; else it polls. */
     int waits = atomic_load_explicit(&f->cq_waits, memory_order_relaxed);
@@ -531,14 +532,15 @@ mscclppResult_t net_fabric_auth_set(struct net_fabric* f, uint32_t id, int peer,
   MPP_CHECK(net_sig_mac_init(&mac, key));
   pthread_mutex_lock(&f->auth_lock);
   struct net_auth* a = id >= 1 && id <= f->n_auth ? f->auth[id - 1] : NULL;
-  if (a != NULL && !a->ready) {
+  int ok = a != NULL && !a->ready;
+  if (ok) {
     a->peer = peer;
     a->addr = addr;
     a->mac = mac;
     a->ready = 1;
   }
   pthread_mutex_unlock(&f->auth_lock);
-  if (a != NULL && a->mac.ctx == mac.ctx) return mscclppSuccess;
+  if (ok) return mscclppSuccess;
   net_sig_mac_free(&mac);
   return MPP_ERR(mscclppInternalError, "net transport: no fresh connection id %u", id);
 }
