@@ -555,8 +555,6 @@ void net_fabric_auth_remove(struct net_fabric* f, uint32_t id) {
   pthread_mutex_unlock(&f->auth_lock);
 }
 
-int net_fabric_has_source(const struct net_fabric* f) { return f->has_source; }
-
 int net_fabric_last_signal(struct net_fabric* f, struct net_sig* out) {
   pthread_mutex_lock(&f->auth_lock);
   int have = f->have_last;

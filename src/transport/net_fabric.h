@@ -98,8 +98,6 @@ mscclppResult_t net_fabric_auth_set(struct net_fabric* f, uint32_t id, int peer,
                                     const uint8_t key[AUTH_KEY_BYTES]);
 /* Forgets id: later signals carrying it are refused. */
 void net_fabric_auth_remove(struct net_fabric* f, uint32_t id);
-/* 1 when the provider reports the source address of received messages (FI_SOURCE). */
-int net_fabric_has_source(const struct net_fabric* f);
 /* Copies the last signal message f accepted (for the tests' replay); 0 when none yet. */
 int net_fabric_last_signal(struct net_fabric* f, struct net_sig* out);
 /* Signal messages refused by any endpoint of this process so far. */
