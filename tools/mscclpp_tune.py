@@ -133,11 +133,13 @@ def update_table(text, coll, kind, nranks, rows, note, dtype=None):
 
 
 def algorithms(bindir, coll, kind):
-    """[(name, captured_only)] of the built-in algorithms of coll for the rank kind."""
+    """[(name, captured_only)] of the built-in algorithms of coll for the rank kind. The hierarchical
+    ones (*_hier) are left out: they serve ranks on several hosts (the table's hosts= rules), and the
+    runs here are on one host."""
     out = subprocess.run([os.path.join(bindir, "mscclpp-info"), "--algorithms"], check=True,
                          capture_output=True, text=True).stdout
     return [(f[0], len(f) == 4 and f[3] == "captured-only") for f in (l.split() for l in out.splitlines())
-            if len(f) in (3, 4) and f[1] == coll and f[2] == kind]
+            if len(f) in (3, 4) and f[1] == coll and f[2] == kind and not f[0].endswith("_hier")]
 
 
 class Failures:

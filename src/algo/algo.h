@@ -16,6 +16,7 @@
 
 struct mscclppComm;
 struct cpu_net;
+struct cpu_hier;
 struct gpu_net;
 
 enum algo_coll {
@@ -75,10 +76,12 @@ struct algo_win {
 struct algo_comm {
   struct mscclppComm* comm;
   int rank, nranks;
+  int nhosts; /* hosts the ranks are on (distinct host hashes) */
   int kind; /* mscclppRankCpu or mscclppRankGpu: every rank's (mixed communicators are refused) */
   struct algo_premul* premul;
   int npremul;
   struct cpu_net* net; /* CPU ranks: scratch and pipes, made on first use */
+  struct cpu_hier* hier; /* CPU ranks: the host layout of the hierarchical algorithms, made on first use */
   struct gpu_net* gnet; /* GPU ranks: scratch and memory channels, made on first use (algo/gpu/gpu.h) */
   struct algo_win* wins; /* registered windows, newest first */
   struct algo_win* regs; /* buffers registered locally (mscclppCommBufferRegister; no peers), newest first */
@@ -119,11 +122,11 @@ struct algo_desc {
 };
 
 /* The algorithm for a call: MSCCLPP_ALGO's choice when it names one for this collective and rank
- * kind, else the first matching row of the tuning table (by size, ranks and datatype; rows of
+ * kind, else the first matching row of the tuning table (by size, ranks, hosts and datatype; rows of
  * graph-only algorithms match captured calls only), else the first registered one. NULL with *none set when no algorithm
  * exists for the rank kind; an error (bad MSCCLPP_ALGO, bad table) otherwise. */
-mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int dtype, int captured,
-                            const struct algo_desc** out);
+mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, int nhosts, size_t bytes, int dtype,
+                            int captured, const struct algo_desc** out);
 /* 1 when MSCCLPP_ALGO names an algorithm for this collective and rank kind (0 too when the
  * environment or the table is bad: algo_select reports that). */
 int algo_forced(enum algo_coll coll, int kind);

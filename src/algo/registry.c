@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/cpu/hier.h"
 #include "algo/cpu/net.h"
 #include "algo/gpu/gpu.h"
 
@@ -17,6 +18,12 @@ static const struct algo_desc registry[] = {
      .run = cpu_broadcast_scatter_ag},
     {.name = "cpu_reduce_rs_gather", .coll = ALGO_COLL_REDUCE, .kind = mscclppRankCpu, .run = cpu_reduce_rs_gather},
     {.name = "cpu_alltoall_direct", .coll = ALGO_COLL_ALLTOALL, .kind = mscclppRankCpu, .run = cpu_alltoall_direct},
+    /* Across hosts (hier.h): chosen by the table's hosts= rules, never a collective's default. */
+    {.name = "cpu_allreduce_hier", .coll = ALGO_COLL_ALLREDUCE, .kind = mscclppRankCpu, .run = cpu_allreduce_hier},
+    {.name = "cpu_allgather_hier", .coll = ALGO_COLL_ALLGATHER, .kind = mscclppRankCpu, .run = cpu_allgather_hier},
+    {.name = "cpu_reducescatter_hier", .coll = ALGO_COLL_REDUCESCATTER, .kind = mscclppRankCpu,
+     .run = cpu_reducescatter_hier},
+    {.name = "cpu_broadcast_hier", .coll = ALGO_COLL_BROADCAST, .kind = mscclppRankCpu, .run = cpu_broadcast_hier},
 #define GPU_ROW(n, c) {.name = #n, .coll = c, .kind = mscclppRankGpu, .run = n}
     GPU_ROW(gpu_allreduce_bulk, ALGO_COLL_ALLREDUCE),
     GPU_ROW(gpu_allreduce_ll1, ALGO_COLL_ALLREDUCE),

@@ -205,8 +205,8 @@ int algo_forced(enum algo_coll coll, int kind) {
   return 0;
 }
 
-mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t bytes, int dtype, int captured,
-                            const struct algo_desc** out) {
+mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, int nhosts, size_t bytes, int dtype,
+                            int captured, const struct algo_desc** out) {
   pthread_once(&once, load_once);
   if (load_res != mscclppSuccess) return MPP_ERR(load_res, "%s: %s", algo_coll_name(coll), load_err);
   for (int i = 0; i < nforced; i++)
@@ -214,7 +214,7 @@ mscclppResult_t algo_select(enum algo_coll coll, int kind, int nranks, size_t by
       *out = forced[i];
       return mscclppSuccess;
     }
-  *out = algo_table_lookup(&table, coll, kind, nranks, bytes, dtype, captured);
+  *out = algo_table_lookup(&table, coll, kind, nranks, nhosts, bytes, dtype, captured);
   if (*out != NULL) return mscclppSuccess;
   int n;
   const struct algo_desc* r = algo_registry(&n);

@@ -1,11 +1,13 @@
 /* select.h - the algorithm selection table (tuning/algo.tsv) as data, for select.c and its tests.
  *
  * File format: one rule per line, whitespace-separated, '#' starts a comment:
- *   collective  kind  min_ranks  max_ranks  min_bytes  max_bytes  algorithm  [dtypes]
+ *   collective  kind  min_ranks  max_ranks  min_bytes  max_bytes  algorithm  [dtypes] [hosts=MIN..MAX]
  * collective: allreduce allgather reducescatter broadcast reduce alltoall; kind: cpu or gpu; the
  * bounds are inclusive, '*' is unbounded, sizes take K, M or G (powers of 1024); dtypes (optional,
  * default '*'): the datatypes the rule serves, a comma list of mscclpp-perf's names (int8 uint8
- * int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2) or '*'. bytes is the
+ * int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2) or '*'; hosts (optional,
+ * default every count): the number of hosts the communicator's ranks are on, `hosts=N`,
+ * `hosts=MIN..MAX` or `hosts=MIN..*` (MIN >= 1), before or after the dtypes. bytes is the
  * message size as nccl-tests counts it: the buffer of allreduce, broadcast and reduce, the whole
  * output of allgather, the whole input of reducescatter, a rank's whole buffer of alltoall. The
  * first rule that matches a call wins; no match: the first registered algorithm of the collective
@@ -50,6 +52,7 @@ struct algo_rule {
   enum algo_coll coll;
   int kind;
   int64_t min_ranks, max_ranks;
+  int64_t min_hosts, max_hosts; /* hosts of the communicator (distinct host hashes) */
   uint64_t min_bytes, max_bytes;
   uint32_t dtypes; /* bit d: datatype d (elem_dtype_name) */
   const struct algo_desc* algo;
@@ -64,10 +67,10 @@ struct algo_table {
  * InvalidArgument "name:line: what is wrong". */
 mscclppResult_t algo_table_parse(const char* text, const char* name, struct algo_table* t);
 
-/* The first rule of t for the call, or NULL; rules naming a graph-only algorithm match only when
+/* The first rule of t for the call (nhosts: the hosts its ranks are on), or NULL; rules naming a graph-only algorithm match only when
  * captured (the call is being captured into a CUDA graph). */
 const struct algo_desc* algo_table_lookup(const struct algo_table* t, enum algo_coll coll, int kind, int nranks,
-                                          size_t bytes, int dtype, int captured);
+                                          int nhosts, size_t bytes, int dtype, int captured);
 
 /* Where the process's table came from ("built-in" when no file was found). */
 const char* algo_table_source(void);

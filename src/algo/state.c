@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "algo/algo.h"
+#include "algo/cpu/hier.h"
 #include "algo/cpu/net.h"
 #include "algo/gpu/gpu.h"
 #include "core/comm.h"
@@ -14,6 +15,7 @@ static void state_fini(struct mscclppComm* comm, void* state, int abort) {
   (void)abort;
   struct algo_comm* ac = state;
   cpu_net_free(ac->net);
+  cpu_hier_free(ac->hier);
   algo_win_free_all(ac);
   gpu_net_free(ac->gnet);
   free(ac->premul);
@@ -27,6 +29,11 @@ static mscclppResult_t state_make(struct mscclppComm* comm, void** state) {
   ac->rank = comm->rank;
   ac->nranks = comm->nranks;
   ac->kind = comm->kind;
+  ac->nhosts = cpu_hier_count_hosts(ac);
+  if (ac->nhosts < 0) {
+    free(ac);
+    return MPP_ERR(mscclppSystemError, "collectives: out of host memory for the host layout");
+  }
   for (int r = 0; r < comm->nranks; r++)
     if (comm->peers[r].kind != comm->kind) ac->kind = -1 - r; /* mixed: remembers a rank of the other kind */
   *state = ac;

@@ -8,7 +8,7 @@
 #include "algo/select.h"
 #include "util/err.h"
 
-#define MAX_FIELDS 8
+#define MAX_FIELDS 9
 
 static int coll_by_name(const char* s) {
   for (int c = 0; c < ALGO_COLL_SENDRECV; c++)
@@ -69,10 +69,57 @@ static uint32_t parse_dtypes(char* s, const char** bad) {
   return mask;
 }
 
+/* "hosts=N", "hosts=MIN..MAX" (MAX may be '*') into r's host bounds; -1 when malformed. */
+static int parse_hosts(const char* s, struct algo_rule* r) {
+  char lo[24], hi[24];
+  const char* v = s + strlen("hosts=");
+  const char* dots = strstr(v, "..");
+  size_t nlo = dots ? (size_t)(dots - v) : strlen(v);
+  const char* vhi = dots ? dots + 2 : v;
+  if (nlo == 0 || nlo >= sizeof(lo) || strlen(vhi) >= sizeof(hi)) return -1;
+  memcpy(lo, v, nlo);
+  lo[nlo] = '\0';
+  snprintf(hi, sizeof(hi), "%s", vhi);
+  uint64_t a, b;
+  if (strcmp(lo, "*") == 0 || parse_bound(lo, INT32_MAX, &a) != 0 || parse_bound(hi, INT32_MAX, &b) != 0) return -1;
+  if (a < 1 || a > b) return -1;
+  r->min_hosts = (int64_t)a, r->max_hosts = (int64_t)b;
+  return 0;
+}
+
+/* The optional fields after the algorithm (f[7], f[8]): a datatype list and a hosts= condition,
+ * each at most once, in either order. */
+static mscclppResult_t parse_optional(char** f, int nf, const char* name, int line, struct algo_rule* r) {
+  const char* bad = NULL;
+  char all[] = "*";
+  r->dtypes = 0;
+  r->min_hosts = 1, r->max_hosts = INT32_MAX;
+  int have_hosts = 0;
+  for (int i = 7; i < nf; i++) {
+    if (strncmp(f[i], "hosts=", 6) == 0) {
+      if (have_hosts++)
+        return MPP_ERR(mscclppInvalidArgument, "%s:%d: hosts= given twice", name, line);
+      if (parse_hosts(f[i], r) != 0)
+        return MPP_ERR(mscclppInvalidArgument, "%s:%d: '%s' is not hosts=N, hosts=MIN..MAX or hosts=MIN..* (1 <= MIN <= MAX)",
+                       name, line, f[i]);
+      continue;
+    }
+    if (r->dtypes != 0)
+      return MPP_ERR(mscclppInvalidArgument, "%s:%d: two datatype lists ('%s'); the optional fields are [dtypes] [hosts=MIN..MAX]",
+                     name, line, f[i]);
+    r->dtypes = parse_dtypes(f[i], &bad);
+    if (r->dtypes == 0)
+      return MPP_ERR(mscclppInvalidArgument, "%s:%d: unknown datatype '%s' (int8 uint8 int32 uint32 int64 uint64 half float "
+                     "double bfloat16 f8e4m3 f8e5m2, or *)", name, line, bad);
+  }
+  if (r->dtypes == 0) r->dtypes = parse_dtypes(all, &bad);
+  return mscclppSuccess;
+}
+
 /* Parses one rule of nf fields. */
 static mscclppResult_t parse_rule(char** f, int nf, const char* name, int line, struct algo_rule* r) {
-  if (nf != 7 && nf != 8)
-    return MPP_ERR(mscclppInvalidArgument, "%s:%d: %d fields, expected 7 or 8 (collective kind min_ranks max_ranks min_bytes max_bytes algorithm [dtypes])", name, line, nf);
+  if (nf < 7 || nf > 9)
+    return MPP_ERR(mscclppInvalidArgument, "%s:%d: %d fields, expected 7 to 9 (collective kind min_ranks max_ranks min_bytes max_bytes algorithm [dtypes] [hosts=MIN..MAX])", name, line, nf);
   int c = coll_by_name(f[0]);
   if (c < 0)
     return MPP_ERR(mscclppInvalidArgument, "%s:%d: unknown collective '%s' (allreduce allgather reducescatter broadcast reduce alltoall)",
@@ -90,12 +137,7 @@ static mscclppResult_t parse_rule(char** f, int nf, const char* name, int line, 
   if (v[0] > v[1] || v[2] > v[3])
     return MPP_ERR(mscclppInvalidArgument, "%s:%d: a minimum is above its maximum", name, line);
   r->min_ranks = (int64_t)v[0], r->max_ranks = (int64_t)v[1], r->min_bytes = v[2], r->max_bytes = v[3];
-  const char* bad = NULL;
-  char all[] = "*";
-  r->dtypes = parse_dtypes(nf == 8 ? f[7] : all, &bad);
-  if (r->dtypes == 0)
-    return MPP_ERR(mscclppInvalidArgument, "%s:%d: unknown datatype '%s' (int8 uint8 int32 uint32 int64 uint64 half float "
-                   "double bfloat16 f8e4m3 f8e5m2, or *)", name, line, bad);
+  MPP_CHECK(parse_optional(f, nf, name, line, r));
   const char* why = NULL;
   r->algo = find_algo(f[6], r->coll, r->kind, &why);
   if (r->algo == NULL)
@@ -140,11 +182,12 @@ mscclppResult_t algo_table_parse(const char* text, const char* name, struct algo
 }
 
 const struct algo_desc* algo_table_lookup(const struct algo_table* t, enum algo_coll coll, int kind, int nranks,
-                                          size_t bytes, int dtype, int captured) {
+                                          int nhosts, size_t bytes, int dtype, int captured) {
   uint32_t bit = dtype >= 0 && dtype < ELEM_DTYPE_COUNT ? 1u << dtype : 0;
   for (int i = 0; i < t->nrules; i++) {
     const struct algo_rule* r = &t->rules[i];
     if ((r->algo->graph_only && !captured) || !(r->dtypes & bit)) continue;
+    if (nhosts < r->min_hosts || nhosts > r->max_hosts) continue;
     if (r->coll == coll && r->kind == kind && nranks >= r->min_ranks && nranks <= r->max_ranks &&
         (uint64_t)bytes >= r->min_bytes && (uint64_t)bytes <= r->max_bytes)
       return r->algo;

@@ -58,7 +58,7 @@ static mscclppResult_t dispatch_here(struct algo_comm* ac, const struct algo_arg
    * buffers pay for one: eager calls on them may take the zero-copy algorithms, which the table
    * keeps for captured calls otherwise. */
   int zc_ok = call.captured || call.win[0] != NULL || call.registered;
-  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, a->bytes, a->dtype, zc_ok, &d));
+  MPP_CHECK(algo_select(a->coll, ac->kind, ac->nranks, ac->nhosts, a->bytes, a->dtype, zc_ok, &d));
   if (d == NULL) {
     if (ac->kind == mscclppRankGpu) return not_built(name);
     return MPP_ERR(mscclppInternalError, "%s: no algorithm registered for CPU ranks", name);

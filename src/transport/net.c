@@ -319,15 +319,6 @@ static mscclppResult_t wait_all(struct transport_conn* conn, int64_t timeout_ms,
   return net_status(conn);
 }
 
-/* A copy of this thread's last error, to quote in a new one (err_set writes the same buffer). */
-struct why {
-  char text[512];
-};
-static struct why why_now(void) {
-  struct why w;
-  snprintf(w.text, sizeof(w.text), "%s", err_last());
-  return w;
-}
 
 static int64_t io_timeout_ms(void) { return param_int(PARAM_FLUSH_TIMEOUT); }
 
@@ -382,7 +373,7 @@ static mscclppResult_t post_writes(struct transport_conn* conn, struct transport
     mscclppResult_t res = post_op(conn, &op);
     if (res != mscclppSuccess)
       return MPP_ERR(res, "net write of %llu bytes to rank %d (offset %llu): %s", (unsigned long long)size, conn->peer,
-                     (unsigned long long)dst_off, why_now().text);
+                     (unsigned long long)dst_off, err_copy().text);
     done += n;
   }
   return mscclppSuccess;
@@ -455,7 +446,7 @@ static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, str
     if (res == mscclppSuccess) res = wait_all(conn, io_timeout_ms(), "read");
     if (res != mscclppSuccess)
       return MPP_ERR(res, "net read of %llu bytes from rank %d (offset %llu): %s", (unsigned long long)size, conn->peer,
-                     (unsigned long long)src_off, why_now().text);
+                     (unsigned long long)src_off, err_copy().text);
     memcpy((char*)dst + done, bounce, n);
     done += n;
   }
@@ -475,7 +466,7 @@ static mscclppResult_t net_update(struct transport_conn* conn, struct transport_
   mscclppResult_t res = post_op(conn, &op);
   if (res != mscclppSuccess)
     return MPP_ERR(res, "net update of rank %d's word at offset %llu: %s", conn->peer, (unsigned long long)dst_off,
-                   why_now().text);
+                   err_copy().text);
   return mscclppSuccess;
 }
 

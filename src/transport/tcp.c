@@ -95,15 +95,6 @@ static int recv_blocking(int fd, void* buf, size_t len) {
 
 static int64_t io_timeout_ms(void) { return param_int(PARAM_FLUSH_TIMEOUT); }
 
-/* A copy of this thread's last error, to quote in a new one (err_set writes the same buffer). */
-struct why {
-  char text[512];
-};
-static struct why why_now(void) {
-  struct why w;
-  snprintf(w.text, sizeof(w.text), "%s", err_last());
-  return w;
-}
 
 /* Records the first receiver-side failure since the last ACK. */
 static void note_failure(struct tcp_conn* t, mscclppResult_t res, const struct tcp_hdr* h) {
@@ -444,7 +435,7 @@ static mscclppResult_t send_write(struct transport_conn* conn, struct transport_
   if (res == mscclppSuccess) res = send_payload(t, src, dev, size);
   if (res != mscclppSuccess)
     return MPP_ERR(res, "tcp write of %llu bytes to rank %d (offset %llu) failed: %s", (unsigned long long)size,
-                   conn->peer, (unsigned long long)dst_off, why_now().text);
+                   conn->peer, (unsigned long long)dst_off, err_copy().text);
   return mscclppSuccess;
 }
 
@@ -466,7 +457,7 @@ static mscclppResult_t tcp_update(struct transport_conn* conn, struct transport_
   mscclppResult_t res = send_part(t, &h, sizeof(h), time_deadline_ms(io_timeout_ms()));
   if (res != mscclppSuccess)
     return MPP_ERR(res, "tcp update of rank %d's word at offset %llu failed: %s", conn->peer, (unsigned long long)dst_off,
-                   why_now().text);
+                   err_copy().text);
   return mscclppSuccess;
 }
 
@@ -482,7 +473,7 @@ static mscclppResult_t wait_ack(struct transport_conn* conn, uint64_t seq, uint6
     if (res != mscclppSuccess) {
       t->broken = 1;
       return MPP_ERR(mscclppRemoteError, "tcp flush to rank %d (tag %d): connection lost (peer exited?): %s", conn->peer,
-                     conn->tag, why_now().text);
+                     conn->tag, err_copy().text);
     }
     if (ack.type != TCP_ACK || ack.arg > seq) {
       t->broken = 1;
@@ -507,7 +498,7 @@ static mscclppResult_t tcp_flush(struct transport_conn* conn, int64_t timeout_ms
   struct tcp_hdr h = {.type = TCP_FLUSH, .arg = seq};
   mscclppResult_t res = send_part(t, &h, sizeof(h), deadline);
   if (res != mscclppSuccess)
-    return MPP_ERR(res, "tcp flush to rank %d (tag %d): sending failed: %s", conn->peer, conn->tag, why_now().text);
+    return MPP_ERR(res, "tcp flush to rank %d (tag %d): sending failed: %s", conn->peer, conn->tag, err_copy().text);
   return wait_ack(conn, seq, deadline, timeout_ms);
 }
 
@@ -521,7 +512,7 @@ static mscclppResult_t recv_data(struct transport_conn* conn, char* dst, uint64_
     if (sock_recv_all(t->out_fd, &d, sizeof(d), deadline) != mscclppSuccess) {
       t->broken = 1;
       return MPP_ERR(mscclppRemoteError, "tcp read from rank %d: no answer (peer exited or stalled): %s", conn->peer,
-                     why_now().text);
+                     err_copy().text);
     }
   } while (d.type == TCP_ACK);
   if (d.type != TCP_DATA || (d.status == 0 && d.arg != size)) {
@@ -538,7 +529,7 @@ static mscclppResult_t recv_data(struct transport_conn* conn, char* dst, uint64_
     if (sock_recv_all(t->out_fd, dst + done, n, time_deadline_ms(io_timeout_ms())) != mscclppSuccess) {
       t->broken = 1;
       return MPP_ERR(mscclppRemoteError, "tcp read from rank %d: connection lost mid-answer: %s", conn->peer,
-                     why_now().text);
+                     err_copy().text);
     }
     done += n;
   }
@@ -554,7 +545,7 @@ static mscclppResult_t tcp_read_host(struct transport_conn* conn, void* dst, str
   struct tcp_hdr h = {.type = TCP_READ, .region = region_of(src), .offset = src_off, .arg = size};
   mscclppResult_t res = send_part(t, &h, sizeof(h), deadline);
   if (res != mscclppSuccess)
-    return MPP_ERR(res, "tcp read from rank %d: sending the request failed: %s", conn->peer, why_now().text);
+    return MPP_ERR(res, "tcp read from rank %d: sending the request failed: %s", conn->peer, err_copy().text);
   return recv_data(conn, dst, size, deadline);
 }
 

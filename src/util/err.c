@@ -40,6 +40,12 @@ static const char* base_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
+struct err_text err_copy(void) {
+  struct err_text t;
+  snprintf(t.text, sizeof(t.text), "%s", err_last());
+  return t;
+}
+
 static _Thread_local int err_quiet_on; /* see err_quiet */
 
 /* Formats "file:line: message[: strerror]" into last_error and logs it (unless quiet). */

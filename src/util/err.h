@@ -28,6 +28,13 @@ int err_quiet(int on);
 /* This thread's last error message (never NULL). */
 const char* err_last(void);
 
+/* A copy of this thread's last error, to quote in a new one (err_set writes the buffer that
+ * err_last returns): MPP_ERR(res, "...: %s", err_copy().text). */
+struct err_text {
+  char text[512];
+};
+struct err_text err_copy(void);
+
 /* How many errors of this process (any thread) reported running out of file descriptors or memory
  * (EMFILE, ENFILE, ENOMEM through err_set_errno) so far; *last_errno gets the latest one's errno.
  * The bootstrap tells the other ranks this as the cause of its failure. */

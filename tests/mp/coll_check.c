@@ -4,10 +4,14 @@
  * scalars; out-of-place outputs start as garbage; non-root ranks pass NULL where NCCL allows it.
  *
  *   coll_check [-c COLLS] [-d DTYPES] [-o OPS] [-n COUNTS] [-p in|out|both] [-r REPEAT] [-H HOSTS]
+ *              [-M MAP] [-S hier|flat]
  * COLLS, DTYPES, OPS: comma lists of names or "all" (default); COUNTS: comma list (default
  * 0,1,7,1000). -H: rank r acts as host r % HOSTS (MSCCLPP_HOST_ID), so Auto connects ranks of
- * different "hosts" over tcp. Set MSCCLPP_ALGO_CPU_SCRATCH small to make the counts loop through
- * the pipeline. */
+ * different "hosts" over tcp; -M: rank r acts as host MAP[r] (a comma list with an entry per rank,
+ * e.g. 0,0,0,1: uneven hosts). -S: before the checks, the selection (MSCCLPP_ALGO, else the table)
+ * must pick the hierarchical algorithm (name ending in _hier) of every chosen collective that has
+ * one, or must pick none of them (flat). Set MSCCLPP_ALGO_CPU_SCRATCH small to make the counts loop
+ * through the pipeline. */
 #include <getopt.h>
 
 #include "algo/algo.h"
@@ -23,6 +27,8 @@ struct opts {
   int places; /* bit 0: out of place, bit 1: in place */
   int repeat;
   int hosts;
+  const char* map;  /* -M */
+  const char* want; /* -S */
 };
 
 /* A comma list of names (name_of(i) for i < n) into a bit mask; "all" is every bit. */
@@ -46,13 +52,15 @@ static const char* op_name(int i) { return elem_op_name((enum elem_op)i); }
 static void parse(int argc, char** argv, struct opts* o) {
   *o = (struct opts){.colls = (1u << ALGO_COLL_SENDRECV) - 1, .dtypes = (1u << ELEM_DTYPE_COUNT) - 1,
                      .ops = (1u << ELEM_OP_COUNT) - 1, .counts = {0, 1, 7, 1000}, .ncounts = 4, .places = 3, .repeat = 1};
-  for (int c; (c = getopt(argc, argv, "c:d:o:n:p:r:H:")) != -1;) {
+  for (int c; (c = getopt(argc, argv, "c:d:o:n:p:r:H:M:S:")) != -1;) {
     if (c == 'c') o->colls = parse_mask(optarg, ALGO_COLL_SENDRECV, coll_name);
     else if (c == 'd') o->dtypes = parse_mask(optarg, ELEM_DTYPE_COUNT, elem_dtype_name);
     else if (c == 'o') o->ops = parse_mask(optarg, ELEM_OP_COUNT, op_name);
     else if (c == 'p') o->places = strcmp(optarg, "in") == 0 ? 2 : strcmp(optarg, "out") == 0 ? 1 : 3;
     else if (c == 'r') o->repeat = atoi(optarg);
     else if (c == 'H') o->hosts = atoi(optarg);
+    else if (c == 'M') o->map = optarg;
+    else if (c == 'S') o->want = optarg;
     else if (c == 'n') {
       o->ncounts = 0;
       for (char* save = NULL, *tok = strtok_r(optarg, ",", &save); tok && o->ncounts < MAX_COUNTS; tok = strtok_r(NULL, ",", &save))
@@ -149,16 +157,49 @@ static void run_call(mscclppComm_t comm, int rank, int n, const struct call* c) 
   free(out);
 }
 
+/* -M: entry `rank` of the comma list map (the host this rank acts as). */
+static int host_from_map(const char* map, int rank) {
+  const char* p = map;
+  for (int i = 0; i < rank && p != NULL; i++) {
+    p = strchr(p, ',');
+    if (p) p++;
+  }
+  if (p == NULL || *p < '0' || *p > '9') TEST_FAIL("-M %s has no host for rank %d", map, rank);
+  return atoi(p);
+}
+
+/* -S: the algorithm the selection picks for each chosen collective (64 KiB and 64 MiB of floats)
+ * is hierarchical (want "hier") or not ("flat"), for collectives with a hierarchical algorithm. */
+static void check_selection(mscclppComm_t comm, const struct opts* o) {
+  struct algo_comm* ac;
+  CHECK_OK(algo_comm_get((struct mscclppComm*)comm, &ac));
+  int hier = strcmp(o->want, "hier") == 0;
+  if (!hier && strcmp(o->want, "flat") != 0) TEST_FAIL("-S takes hier or flat, not '%s'", o->want);
+  for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
+    if (!(o->colls >> coll & 1) || coll == ALGO_COLL_REDUCE || coll == ALGO_COLL_ALLTOALL)
+      continue;
+    for (size_t bytes = (size_t)64 << 10; bytes <= ((size_t)64 << 20); bytes <<= 10) {
+      const struct algo_desc* d = NULL;
+      CHECK_OK(algo_select((enum algo_coll)coll, mscclppRankCpu, ac->nranks, ac->nhosts, bytes, 7, 0, &d));
+      const char* s = d ? strstr(d->name, "_hier") : NULL;
+      CHECK_MSG((s != NULL) == hier, "%s of %zu bytes on %d ranks of %d hosts: selection picked %s, expected %s", coll_name(coll),
+                bytes, ac->nranks, ac->nhosts, d ? d->name : "nothing", hier ? "a _hier algorithm" : "a flat one");
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   struct opts o;
   parse(argc, argv, &o);
-  if (o.hosts > 0) {
+  int env_rank = atoi(getenv("MSCCLPP_RANK") ? getenv("MSCCLPP_RANK") : "0");
+  if (o.hosts > 0 || o.map != NULL) {
     char id[32];
-    snprintf(id, sizeof(id), "coll-host-%d", atoi(getenv("MSCCLPP_RANK") ? getenv("MSCCLPP_RANK") : "0") % o.hosts);
+    snprintf(id, sizeof(id), "coll-host-%d", o.map ? host_from_map(o.map, env_rank) : env_rank % o.hosts);
     setenv("MSCCLPP_HOST_ID", id, 1);
   }
   int rank, n;
   mscclppComm_t comm = tmp_init(&rank, &n);
+  if (o.want != NULL) check_selection(comm, &o);
   double t0 = tmp_now();
   long calls = 0;
   for (int rep = 0; rep < o.repeat; rep++)

@@ -3,7 +3,10 @@
  * allreduces in a loop; rank 2 exits without teardown at iteration 5. Each survivor's failing call
  * must return RemoteError naming rank 2 within 5 s (the target is 2 s; slack for a loaded CI
  * machine), even though the survivors abort their communicators as soon as they fail (which breaks
- * their connections to the others: two of three survivors used to name one of those instead). */
+ * their connections to the others: two of three survivors used to name one of those instead).
+ * With COLL_DEADRANK_HOSTS=H rank r is on host r % H instead (H=2: the table's hierarchical
+ * allreduce, where a survivor may be waiting on another survivor, not on rank 2: it must still name
+ * rank 2, through the bootstrap's liveness). */
 #include <unistd.h>
 
 #include "transport_mp.h"
@@ -14,7 +17,9 @@
 int main(void) {
   const char* r = getenv("MSCCLPP_RANK");
   char host[32];
-  snprintf(host, sizeof(host), "host%s", r ? r : "?");
+  const char* hosts = getenv("COLL_DEADRANK_HOSTS");
+  if (hosts != NULL) snprintf(host, sizeof(host), "host%d", atoi(r ? r : "0") % atoi(hosts));
+  else snprintf(host, sizeof(host), "host%s", r ? r : "?");
   setenv("MSCCLPP_HOST_ID", host, 1);
   int rank, n;
   mscclppComm_t comm = tmp_init(&rank, &n);

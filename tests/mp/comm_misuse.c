@@ -92,15 +92,23 @@ static void* blocked_recv(void* arg) {
   return NULL;
 }
 
-static void threads(void) {
-  int rank, n;
-  mscclppComm_t comm = tmp_init(&rank, &n);
+/* A 2-rank communicator; *pid0: rank 0's pid (names the flag files the two ranks share). */
+static mscclppComm_t pair_init(int* rank, int* pid0) {
+  int n;
+  mscclppComm_t comm = tmp_init(rank, &n);
   CHECK(n == 2);
   int pids[2] = {0, 0};
-  pids[rank] = (int)getpid();
+  pids[*rank] = (int)getpid();
   CHECK_OK(mscclppBootstrapAllGather(comm, pids, sizeof(int)));
+  *pid0 = pids[0];
+  return comm;
+}
+
+static void threads(void) {
+  int rank, pid0;
+  mscclppComm_t comm = pair_init(&rank, &pid0);
   char flag[96];
-  snprintf(flag, sizeof(flag), "/tmp/mpp_comm_misuse_%d", pids[0]);
+  snprintf(flag, sizeof(flag), "/tmp/mpp_comm_misuse_%d", pid0);
   if (rank == 1) { /* sends once rank 0's main thread has made its checks (bounded wait) */
     for (int i = 0; i < 3000 && access(flag, F_OK) != 0; i++) sleep_ms(5);
     int v = 42;
@@ -196,15 +204,11 @@ static void make_flag(const char* path) {
 }
 
 static void objects(void) {
-  int rank, n;
-  mscclppComm_t comm = tmp_init(&rank, &n);
-  CHECK(n == 2);
-  int pids[2] = {0, 0};
-  pids[rank] = (int)getpid();
-  CHECK_OK(mscclppBootstrapAllGather(comm, pids, sizeof(int)));
+  int rank, pid0;
+  mscclppComm_t comm = pair_init(&rank, &pid0);
   char signal_now[96], aborted[96];
-  snprintf(signal_now, sizeof(signal_now), "/tmp/mpp_comm_misuse_obj_%d_signal", pids[0]);
-  snprintf(aborted, sizeof(aborted), "/tmp/mpp_comm_misuse_obj_%d_aborted", pids[0]);
+  snprintf(signal_now, sizeof(signal_now), "/tmp/mpp_comm_misuse_obj_%d_signal", pid0);
+  snprintf(aborted, sizeof(aborted), "/tmp/mpp_comm_misuse_obj_%d_aborted", pid0);
   mscclppConnection_t conn;
   mscclppHostSemaphore_t sem;
   CHECK_OK(mscclppConnectionCreate(comm, 1 - rank, 0, mscclppTransportTCP, &conn));

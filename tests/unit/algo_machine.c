@@ -27,7 +27,7 @@ static void write_file(const char* path, const char* text) {
 
 static const char* pick(size_t bytes) {
   const struct algo_desc* d = NULL;
-  CHECK_OK(algo_select(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, bytes, 7, 0, &d));
+  CHECK_OK(algo_select(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, bytes, 7, 0, &d));
   return d->name;
 }
 
@@ -35,7 +35,7 @@ static const char* pick(size_t bytes) {
 static int bad_machine_child(const char* bad) {
   setenv("MSCCLPP_MACHINE", bad, 1);
   const struct algo_desc* d = NULL;
-  mscclppResult_t r = algo_select(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 64, 7, 0, &d);
+  mscclppResult_t r = algo_select(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 64, 7, 0, &d);
   return r == mscclppInvalidArgument && strstr(err_last(), "MSCCLPP_MACHINE") != NULL ? 0 : 1;
 }
 

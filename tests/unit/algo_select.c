@@ -1,5 +1,5 @@
 /* The selection table (src/algo/select.h): the repository's tuning/algo.tsv parses; rules match by
- * collective, kind, ranks, bytes and datatype (inclusive bounds, first match wins); every malformed rule is an
+ * collective, kind, ranks, bytes, datatype and hosts (inclusive bounds, first match wins); every malformed rule is an
  * error naming the file, the line and what is wrong; the registry's names are unique and every
  * collective has a CPU algorithm; graph-only rules match captured calls only. */
 #include <stdlib.h>
@@ -18,7 +18,7 @@ static void expect_error(const char* text, const char* what) {
 }
 
 static const char* lookup(enum algo_coll c, int kind, int n, size_t bytes) {
-  const struct algo_desc* d = algo_table_lookup(&t, c, kind, n, bytes, 7, 0);
+  const struct algo_desc* d = algo_table_lookup(&t, c, kind, n, 1, bytes, 7, 0);
   return d ? d->name : "-";
 }
 
@@ -44,21 +44,49 @@ int main(void) {
   /* A graph-only (zero-copy) algorithm's rule matches captured calls only; others take the next. */
   CHECK_OK(algo_table_parse("allgather gpu 1 * 1K * gpu_allgather_zc\nallgather gpu 1 * 0 * gpu_allgather_bulk", "zc.tsv", &t));
   CHECK(strcmp(lookup(ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 4096), "gpu_allgather_bulk") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 4096, 7, 1)->name, "gpu_allgather_zc") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 512, 7, 1)->name, "gpu_allgather_bulk") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 1, 4096, 7, 1)->name, "gpu_allgather_zc") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLGATHER, mscclppRankGpu, 4, 1, 512, 7, 1)->name, "gpu_allgather_bulk") == 0);
 
   /* The optional datatype column: a rule serves only the datatypes it lists ('*': all). */
   CHECK_OK(algo_table_parse("allreduce cpu 1 * 0 * cpu_allreduce_allpairs half,bfloat16\n"
                             "allreduce cpu 1 * 0 4K cpu_allreduce_allpairs *\n"
                             "allreduce cpu 1 * 0 * cpu_allreduce_rsag", "dt.tsv", &t));
   CHECK(t.nrules == 3);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1 << 20, 6, 0)->name, "cpu_allreduce_allpairs") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1 << 20, 9, 0)->name, "cpu_allreduce_allpairs") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1 << 20, 7, 0)->name, "cpu_allreduce_rsag") == 0);
-  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 4096, 7, 0)->name, "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 1 << 20, 6, 0)->name, "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 1 << 20, 9, 0)->name, "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 1 << 20, 7, 0)->name, "cpu_allreduce_rsag") == 0);
+  CHECK(strcmp(algo_table_lookup(&t, ALGO_COLL_ALLREDUCE, mscclppRankCpu, 4, 1, 4096, 7, 0)->name, "cpu_allreduce_allpairs") == 0);
   expect_error("allreduce cpu 1 * 0 * cpu_allreduce_rsag float,fp32", "test.tsv:1: unknown datatype 'fp32'");
   expect_error("allreduce cpu 1 * 0 * cpu_allreduce_rsag ,", "unknown datatype");
-  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_rsag * extra", "9 fields");
+  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_rsag * extra", "test.tsv:1: two datatype lists ('extra')");
+  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_rsag * hosts=2 extra", "10 fields");
+
+  /* The optional hosts condition: hosts=N, MIN..MAX, MIN..*, before or after the datatypes; old
+   * 7- and 8-field rules serve every host count. */
+  CHECK_OK(algo_table_parse("allreduce cpu 1 * 0 * cpu_allreduce_hier hosts=2..*\n"
+                            "allgather cpu 1 * 0 * cpu_allgather_hier hosts=3 float\n"
+                            "allgather cpu 1 * 0 * cpu_allgather_hier int32 hosts=2..2\n"
+                            "allreduce cpu 1 * 0 4K cpu_allreduce_allpairs\n"
+                            "allreduce cpu 1 * 0 * cpu_allreduce_rsag *\n"
+                            "allgather cpu 1 * 0 * cpu_allgather_direct", "hosts.tsv", &t));
+  CHECK(t.nrules == 6);
+#define PICK(c, hosts, dt) algo_table_lookup(&t, c, mscclppRankCpu, 8, hosts, 4096, dt, 0)->name
+  CHECK(strcmp(PICK(ALGO_COLL_ALLREDUCE, 1, 7), "cpu_allreduce_allpairs") == 0);
+  CHECK(strcmp(PICK(ALGO_COLL_ALLREDUCE, 2, 7), "cpu_allreduce_hier") == 0);
+  CHECK(strcmp(PICK(ALGO_COLL_ALLREDUCE, 8, 7), "cpu_allreduce_hier") == 0);
+  CHECK(strcmp(PICK(ALGO_COLL_ALLGATHER, 3, 7), "cpu_allgather_hier") == 0);    /* float on 3 hosts */
+  CHECK(strcmp(PICK(ALGO_COLL_ALLGATHER, 3, 2), "cpu_allgather_direct") == 0);  /* int32 on 3 hosts */
+  CHECK(strcmp(PICK(ALGO_COLL_ALLGATHER, 2, 2), "cpu_allgather_hier") == 0);    /* int32 on 2 hosts */
+  CHECK(strcmp(PICK(ALGO_COLL_ALLGATHER, 2, 7), "cpu_allgather_direct") == 0);
+  CHECK(strcmp(PICK(ALGO_COLL_ALLGATHER, 1, 2), "cpu_allgather_direct") == 0);
+#undef PICK
+  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_hier hosts=0..2", "test.tsv:1: 'hosts=0..2' is not hosts=N");
+  expect_error("\nallreduce cpu 1 * 0 * cpu_allreduce_hier hosts=3..2", "test.tsv:2: 'hosts=3..2'");
+  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_hier hosts=*", "'hosts=*'");
+  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_hier hosts=2..", "'hosts=2..'");
+  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_hier hosts=", "'hosts='");
+  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_hier hosts=two", "'hosts=two'");
+  expect_error("allreduce cpu 1 * 0 * cpu_allreduce_hier hosts=2 hosts=3", "test.tsv:1: hosts= given twice");
 
   expect_error("allreduce cpu 1 * 0 *", "test.tsv:1: 6 fields");
   expect_error("\n\nallredcue cpu 1 * 0 * cpu_allreduce_rsag", "test.tsv:3: unknown collective 'allredcue'");
@@ -89,18 +117,31 @@ int main(void) {
     for (int j = i + 1; j < count; j++) CHECK_MSG(strcmp(r[i].name, r[j].name) != 0, "duplicate %s", r[i].name);
   for (int c = 0; c < ALGO_COLL_SENDRECV; c++) {
     const struct algo_desc* d = NULL;
-    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 4096, 7, 0, &d));
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 1, 4096, 7, 0, &d));
     CHECK_MSG(d != NULL && d->coll == (enum algo_coll)c, "no CPU algorithm for %s", algo_coll_name((enum algo_coll)c));
-    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 4096, 7, 0, &d));
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 1, 4096, 7, 0, &d));
     CHECK_MSG(d != NULL && d->coll == (enum algo_coll)c && d->kind == mscclppRankGpu, "no GPU algorithm for %s",
               algo_coll_name((enum algo_coll)c));
-    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, (size_t)1 << 30, 7, 0, &d));
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 1, (size_t)1 << 30, 7, 0, &d));
     CHECK_MSG(d != NULL && d->kind == mscclppRankGpu && strstr(d->name, "_bulk") != NULL,
               "1 GiB %s on GPU ranks should be a bulk algorithm, got %s", algo_coll_name((enum algo_coll)c),
               d ? d->name : "none");
-    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 4096, 7, 1, &d)); /* captured: any GPU algorithm */
+    CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 1, 4096, 7, 1, &d)); /* captured: any GPU algorithm */
     CHECK(d != NULL && d->kind == mscclppRankGpu && d->coll == (enum algo_coll)c);
   }
+  /* CPU ranks: the hierarchical algorithms across hosts (allreduce: above all-pairs' 8 KiB), never on
+   * one host. */
+  for (int c = 0; c < ALGO_COLL_SENDRECV; c++)
+    for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes <<= 4) {
+      int has_hier = (c == ALGO_COLL_ALLREDUCE && bytes > 8192) || c == ALGO_COLL_ALLGATHER || c == ALGO_COLL_REDUCESCATTER ||
+                     c == ALGO_COLL_BROADCAST;
+      const struct algo_desc* one = NULL, * two = NULL;
+      CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 1, bytes, 7, 0, &one));
+      CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 8, 2, bytes, 7, 0, &two));
+      CHECK_MSG(strstr(one->name, "_hier") == NULL, "%s on one host picked %s", algo_coll_name((enum algo_coll)c), one->name);
+      CHECK_MSG((strstr(two->name, "_hier") != NULL) == has_hier, "%s of %zu bytes on 2 hosts picked %s",
+                algo_coll_name((enum algo_coll)c), bytes, two->name);
+    }
   printf("algo_select: OK (table from %s)\n", algo_table_source());
   return 0;
 }
