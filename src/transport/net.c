@@ -6,6 +6,7 @@
  * applies after the writes before it, and a flush waits for the delivery completions of
  * everything posted. Auto prefers it to tcp across hosts while it is on; GPU memory is not carried
  * yet (no FI_HMEM or staging): GPU ranks keep tcp. docs/net-transport.md. */
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,10 @@
 
 #include "transport/net.h"
 #include "transport/net_fabric.h"
+#include "transport/net_sig.h"
 #include "transport/tcp_regions.h"
 #include "transport/transport.h"
+#include "util/auth.h"
 #include "util/bytes.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -47,6 +50,11 @@ struct net_conn {
   uint64_t posted; /* operations posted (this connection's thread only) */
   uint64_t addr;   /* the peer's fi_addr_t */
   int broken;      /* a post failed (peer gone): later calls fail */
+  uint32_t my_id;    /* this endpoint's id of the connection: the peer's signals carry it */
+  uint32_t peer_id;  /* the peer's id of it: our signals carry it */
+  uint64_t seq;                /* our signals' sequence numbers (the last one used), under send_lock */
+  struct net_sig_mac send_mac; /* keyed with our direction's key (the receiver holds the same) */
+  pthread_mutex_t send_lock;   /* one signal sealed at a time (the proxy and the caller may both signal) */
 };
 
 static struct net_state* state_of(const struct transport_comm* tc) { return tc->state[mscclppTransportNet]; }
@@ -174,30 +182,99 @@ static mscclppResult_t net_import(struct transport_mem* mem) {
 static void net_unimport(struct transport_mem* mem) { (void)mem; }
 
 #if MSCCLPP_HAVE_LIBFABRIC
-/* Swaps endpoint names with the peer through the bootstrap (the tcp transport's tag purpose: a
- * pair creates its connections one at a time, so the two never interleave). */
-static mscclppResult_t net_connect(struct transport_conn* conn) {
+/* What the two sides of a connection swap over the (authenticated) bootstrap. */
+#define NET_HELLO_BYTES (8 + NET_ADDR_MAX + 8 + NET_SIG_NONCE_BYTES)
+struct net_hello {
+  uint64_t name_len;
+  uint8_t name[NET_ADDR_MAX]; /* the endpoint's name: the only address put in the address vector */
+  uint32_t conn_id;           /* the sender's id of the connection, for the signals it will accept */
+  uint8_t nonce[NET_SIG_NONCE_BYTES]; /* fresh: the connection's keys are new each time */
+};
+
+static void hello_encode(const struct net_hello* h, uint8_t* out) {
+  memset(out, 0, NET_HELLO_BYTES);
+  le_put64(out, h->name_len);
+  memcpy(out + 8, h->name, sizeof(h->name));
+  le_put32(out + 8 + NET_ADDR_MAX, h->conn_id);
+  memcpy(out + 16 + NET_ADDR_MAX, h->nonce, NET_SIG_NONCE_BYTES);
+}
+
+static void hello_decode(const uint8_t* in, struct net_hello* h) {
+  h->name_len = le_get64(in);
+  memcpy(h->name, in + 8, sizeof(h->name));
+  h->conn_id = le_get32(in + 8 + NET_ADDR_MAX);
+  memcpy(h->nonce, in + 16 + NET_ADDR_MAX, NET_SIG_NONCE_BYTES);
+}
+
+/* Makes both directions' signal keys from the communicator's net key (bootstrap_derive_key: only
+ * ranks holding the job's secret have it) and both nonces, and arms the receiving side. */
+static mscclppResult_t arm_signals(struct transport_conn* conn, struct net_conn* c, const struct net_hello* mine,
+                                   const struct net_hello* theirs) {
+  uint8_t comm_key[AUTH_KEY_BYTES], recv_key[AUTH_KEY_BYTES];
+  int me = conn->tc->rank, peer = conn->peer;
+  uint8_t send_key[AUTH_KEY_BYTES];
+  MPP_CHECK(bootstrap_derive_key(conn->tc->boot, "mscclpp-net-v1", conn->tc->comm_id, comm_key));
+  mscclppResult_t res = net_sig_key(comm_key, me, peer, conn->tag, mine->nonce, theirs->nonce, send_key);
+  if (res == mscclppSuccess) res = net_sig_key(comm_key, peer, me, conn->tag, theirs->nonce, mine->nonce, recv_key);
+  if (res == mscclppSuccess) res = net_sig_mac_init(&c->send_mac, send_key);
+  if (res == mscclppSuccess) res = net_fabric_auth_set(fabric_of(conn), c->my_id, peer, c->addr, recv_key);
+  memset(comm_key, 0, sizeof(comm_key));
+  memset(send_key, 0, sizeof(send_key));
+  memset(recv_key, 0, sizeof(recv_key));
+  c->peer_id = theirs->conn_id;
+  return res;
+}
+
+/* Swaps endpoint names, connection ids and nonces with the peer through the bootstrap (the tcp
+ * transport's tag purpose: a pair creates its connections one at a time, so the two never
+ * interleave), inserts the peer's name, arms the signal check, and swaps once more so that
+ * neither side signals before the other accepts its signals. */
+static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_conn* c) {
   struct net_fabric* f = fabric_of(conn);
-  uint8_t mine[NET_ADDR_MAX + 8] = {0}, theirs[NET_ADDR_MAX + 8];
-  size_t len = net_fabric_name(f, mine + 8);
-  le_put64(mine, len);
-  MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, boot_tag(BOOT_TAG_TCP, conn->tag), mine, theirs, sizeof(mine)));
+  struct net_hello mine = {0}, theirs;
+  uint8_t out[NET_HELLO_BYTES], in[NET_HELLO_BYTES];
+  int tag = boot_tag(BOOT_TAG_TCP, conn->tag);
+  mine.name_len = net_fabric_name(f, mine.name);
+  MPP_CHECK(net_fabric_auth_reserve(f, &c->my_id));
+  mine.conn_id = c->my_id;
+  MPP_CHECK(auth_random(mine.nonce, sizeof(mine.nonce)));
+  hello_encode(&mine, out);
+  MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, out, in, NET_HELLO_BYTES));
+  hello_decode(in, &theirs);
+  if (theirs.conn_id == 0)
+    return MPP_ERR(mscclppRemoteError, "net transport: rank %d sent connection id 0", conn->peer);
+  MPP_CHECK(net_fabric_add_peer(f, conn->peer, theirs.name, theirs.name_len > NET_ADDR_MAX ? 0 : theirs.name_len,
+                                &c->addr));
+  MPP_CHECK(arm_signals(conn, c, &mine, &theirs));
+  uint8_t ready = 1, peer_ready = 0;
+  MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, &ready, &peer_ready, 1));
+  return mscclppSuccess;
+}
+
+static void conn_free(struct net_conn* c) {
+  net_sig_mac_free(&c->send_mac);
+  pthread_mutex_destroy(&c->send_lock);
+  free(c);
+}
+
+static mscclppResult_t net_connect(struct transport_conn* conn) {
   struct net_conn* c = calloc(1, sizeof(*c));
   if (c != NULL) c->p = calloc(1, sizeof(*c->p));
   if (c == NULL || c->p == NULL) {
     if (c != NULL) free(c);
     return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   }
-  uint64_t theirs_len = le_get64(theirs);
-  mscclppResult_t res = net_fabric_add_peer(f, conn->peer, theirs + 8, theirs_len > NET_ADDR_MAX ? 0 : theirs_len, &c->addr);
+  pthread_mutex_init(&c->send_lock, NULL);
+  mscclppResult_t res = net_connect_swap(conn, c);
   if (res != mscclppSuccess) {
+    if (c->my_id != 0) net_fabric_auth_remove(fabric_of(conn), c->my_id);
     free(c->p);
-    free(c);
+    conn_free(c);
     return res;
   }
   conn->priv = c;
   LOG_INFO_(LOG_SUB_NET, "net transport: rank %d connected to rank %d (tag %d) through %s", conn->tc->rank, conn->peer,
-            conn->tag, net_fabric_desc(f));
+            conn->tag, net_fabric_desc(fabric_of(conn)));
   return mscclppSuccess;
 }
 
@@ -379,7 +456,13 @@ static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, str
 static mscclppResult_t net_update(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                   uint64_t new_value) {
   MPP_CHECK(net_status(conn));
-  struct net_op op = {.kind = NET_OP_SIGNAL, .region = part_of(dst)->region_id, .offset = dst_off, .value = new_value};
+  struct net_conn* c = conn->priv;
+  pthread_mutex_lock(&c->send_lock);
+  struct net_sig sig = {.magic = NET_SIG_MAGIC, .conn_id = c->peer_id, .seq = ++c->seq,
+                        .region = part_of(dst)->region_id, .offset = dst_off, .value = new_value};
+  net_sig_seal(&c->send_mac, &sig);
+  pthread_mutex_unlock(&c->send_lock);
+  struct net_op op = {.kind = NET_OP_SIGNAL, .sig = &sig};
   mscclppResult_t res = post_op(conn, &op);
   if (res != mscclppSuccess)
     return MPP_ERR(res, "net update of rank %d's word at offset %llu: %s", conn->peer, (unsigned long long)dst_off,
@@ -401,9 +484,10 @@ static void net_close(struct transport_conn* conn, int abort) {
     (void)wait_all(conn, NET_CLOSE_WAIT_MS, "close");
     err_quiet(quiet);
   }
+  net_fabric_auth_remove(fabric_of(conn), c->my_id); /* its signals are refused from now on */
   if (atomic_load_explicit(&c->p->done, memory_order_acquire) < c->posted) net_fabric_retire(fabric_of(conn), c->p);
   else net_pending_free(c->p);
-  free(c);
+  conn_free(c);
   conn->priv = NULL;
 }
 #else
@@ -421,6 +505,57 @@ int net_probe(char* why, size_t len) {
   return 0;
 #endif
 }
+
+/* ---- for the tests (net.h) ----------------------------------------------------------------- */
+#if MSCCLPP_HAVE_LIBFABRIC
+size_t net_test_name(const struct transport_comm* tc, void* buf) {
+  const struct net_state* s = state_of(tc);
+  return s != NULL && s->f != NULL ? net_fabric_name(s->f, buf) : 0;
+}
+
+int net_test_last_signal(const struct transport_comm* tc, void* msg64) {
+  const struct net_state* s = state_of(tc);
+  return s != NULL && s->f != NULL && net_fabric_last_signal(s->f, msg64);
+}
+
+int net_test_send_raw(struct transport_conn* conn, const void* msg64) {
+  struct net_op op = {.kind = NET_OP_SIGNAL, .sig = msg64};
+  return post_op(conn, &op) == mscclppSuccess && wait_all(conn, io_timeout_ms(), "raw send") == mscclppSuccess;
+}
+
+int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* base) {
+  if (!(mem->d.transports & TRANSPORT_BIT(mscclppTransportNet))) return 0;
+  const struct net_part* p = (const struct net_part*)(const void*)&mem->d.part[mscclppTransportNet];
+  *key = p->key;
+  *base = p->base;
+  return 1;
+}
+
+unsigned long long net_test_refused(void) { return (unsigned long long)net_fabric_refused_total(); }
+#else
+size_t net_test_name(const struct transport_comm* tc, void* buf) {
+  (void)tc;
+  (void)buf;
+  return 0;
+}
+int net_test_last_signal(const struct transport_comm* tc, void* msg64) {
+  (void)tc;
+  (void)msg64;
+  return 0;
+}
+int net_test_send_raw(struct transport_conn* conn, const void* msg64) {
+  (void)conn;
+  (void)msg64;
+  return 0;
+}
+int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* base) {
+  (void)mem;
+  (void)key;
+  (void)base;
+  return 0;
+}
+unsigned long long net_test_refused(void) { return 0; }
+#endif
 
 const struct transport_ops net_transport = {
     .name = "net",

@@ -19,24 +19,29 @@
 #include <rdma/fi_rma.h>
 
 #include "transport/tcp_regions.h"
+#include "util/auth.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/socket.h"
 #include "util/timeutil.h"
 
-#define NET_SIG_MAGIC 0x4754454eu /* "NETG" */
 #define NET_RX_SLOTS 64           /* signal buffers kept posted */
 #define NET_CQ_BATCH 16
 #define NET_SREAD_MS 50 /* longest sleep of the progress thread in fi_cq_sread */
 #define NET_MAX_OP (4u << 20) /* bytes per write/read operation (larger ones are split) */
 
-/* A signal on the wire (host byte order: both hosts must share it, as over tcp). */
-struct net_sig {
-  uint32_t magic;
-  uint32_t pad;
-  uint64_t region, offset, value;
+/* The receiving side of one connection (net_fabric_auth_reserve/set). */
+struct net_auth {
+  int ready; /* key and addr set */
+  int peer;
+  uint64_t addr;
+  struct net_sig_mac mac; /* keyed with the connection's receiving key */
+  struct net_replay replay;
 };
+
+/* Signals refused by every endpoint of the process (the tests read it). */
+static atomic_uint_fast64_t refused_total;
 
 struct net_rx {
   struct net_sig sig;
@@ -58,12 +63,20 @@ struct net_fabric {
   pthread_t thread;
   int thread_started;
   atomic_int stop;
-  atomic_uint_fast64_t next_key; /* keys of regions when the application chooses them */
   char name[NET_ADDR_MAX];
   size_t name_len;
   char desc[160];
   pthread_mutex_t retired_lock;
   struct net_pending* retired;
+  int has_source; /* the provider reports message sources (FI_SOURCE) */
+  /* Receiving sides of connections, by id - 1; ids are never reused. Guarded by auth_lock (the
+   * progress thread checks signals, connections add and remove). */
+  pthread_mutex_t auth_lock;
+  struct net_auth** auth;
+  uint32_t n_auth, cap_auth;
+  struct net_sig last_ok; /* the last accepted signal (tests), under auth_lock */
+  int have_last;
+  struct log_rate refusals;
   struct net_rx rx[NET_RX_SLOTS];
 };
 
@@ -86,15 +99,45 @@ static void post_rx(struct net_fabric* f, struct net_rx* slot) {
   }
 }
 
-/* Applies a received signal: a release store of the word (tcp_regions.c), so that the waiter's
- * acquire load sees the data the provider placed before it handed us the message. */
-static void apply_signal(struct net_fabric* f, struct net_rx* slot, size_t len) {
+/* Counts and logs (rate-limited) a refused signal message. */
+static void refuse(struct net_fabric* f, const char* why, uint64_t src) {
+  atomic_fetch_add_explicit(&refused_total, 1, memory_order_relaxed);
+  char from[40] = "an unreported source";
+  if (f->has_source && src != FI_ADDR_NOTAVAIL) snprintf(from, sizeof(from), "address %llu", (unsigned long long)src);
+  else if (f->has_source) snprintf(from, sizeof(from), "an address not in its address vector");
+  log_limited(&f->refusals, LOG_WARN, LOG_SUB_NET, "refused signal messages",
+              "net: rank %d refused a signal message from %s: %s", f->rank, from, why);
+}
+
+/* Why the signal s (len bytes, from src) may not be applied, or NULL when it may: known
+ * connection, its peer's address (FI_SOURCE), right MAC, fresh sequence number (recorded). Called
+ * with auth_lock held. */
+static const char* check_signal(struct net_fabric* f, const struct net_sig* s, size_t len, uint64_t src) {
+  if (len != sizeof(*s) || s->magic != NET_SIG_MAGIC) return "malformed (size or magic)";
+  if (s->conn_id == 0 || s->conn_id > f->n_auth) return "unknown connection id";
+  struct net_auth* a = f->auth[s->conn_id - 1];
+  if (a == NULL || !a->ready) return "unknown connection id";
+  if (f->has_source && src != a->addr) return "not sent from the connection's peer";
+  if (!net_sig_mac_ok(&a->mac, s)) return "bad MAC";
+  if (!net_replay_accept(&a->replay, s->seq)) return "replayed or too old sequence number";
+  return NULL;
+}
+
+/* Applies a received signal that checks: a release store of the word (tcp_regions.c), so that the
+ * waiter's acquire load sees the data the provider placed before it handed us the message. */
+static void apply_signal(struct net_fabric* f, struct net_rx* slot, size_t len, uint64_t src) {
   const struct net_sig* s = &slot->sig;
-  if (len != sizeof(*s) || s->magic != NET_SIG_MAGIC) {
-    log_msg(LOG_WARN, LOG_SUB_NET, "net: rank %d dropped a malformed signal message (%zu bytes)", f->rank, len);
-  } else if (region_store64(f->regions, s->region, s->offset, s->value) != mscclppSuccess) {
-    log_msg(LOG_WARN, LOG_SUB_NET, "net: rank %d refused a signal: %s", f->rank, err_last());
+  pthread_mutex_lock(&f->auth_lock);
+  const char* why = check_signal(f, s, len, src);
+  if (why == NULL) {
+    f->last_ok = *s;
+    f->have_last = 1;
   }
+  pthread_mutex_unlock(&f->auth_lock);
+  if (why != NULL) refuse(f, why, src);
+  else if (region_store64(f->regions, s->region, s->offset, s->value) != mscclppSuccess)
+    log_limited(&f->refusals, LOG_WARN, LOG_SUB_NET, "refused signal messages", "net: rank %d refused a signal: %s",
+                f->rank, err_last());
   post_rx(f, slot);
 }
 
@@ -115,6 +158,7 @@ static void read_error(struct net_fabric* f) {
   if (fi_cq_readerr(f->cq, &e, 0) != 1) return;
   if (e.op_context == NULL) return;
   if (is_rx(f, e.op_context)) {
+    if (e.err == FI_ETRUNC) refuse(f, "malformed (longer than a signal)", FI_ADDR_NOTAVAIL);
     if (e.err != FI_ECANCELED) post_rx(f, e.op_context);
     return;
   }
@@ -129,11 +173,14 @@ static void* progress_main(void* arg) {
   unsigned idle = 0;
   while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
     struct fi_cq_data_entry ents[NET_CQ_BATCH];
+    fi_addr_t src[NET_CQ_BATCH];
+    for (int i = 0; i < NET_CQ_BATCH; i++) src[i] = FI_ADDR_NOTAVAIL; /* providers without FI_SOURCE */
     /* With a wait object the thread sleeps until the provider has something (its sockets are
      * readable), at most NET_SREAD_MS so that stop is seen; else it polls. */
     int waits = atomic_load_explicit(&f->cq_waits, memory_order_relaxed);
-    ssize_t n = waits ? fi_cq_sread(f->cq, ents, NET_CQ_BATCH, NULL, NET_SREAD_MS)
-                            : fi_cq_read(f->cq, ents, NET_CQ_BATCH);
+    ssize_t n = waits ? fi_cq_sreadfrom(f->cq, ents, NET_CQ_BATCH, src, NULL, NET_SREAD_MS)
+                      : fi_cq_readfrom(f->cq, ents, NET_CQ_BATCH, src);
+    log_rate_tick(&f->refusals, LOG_SUB_NET);
     if (n == -FI_EAVAIL) {
       read_error(f);
       continue;
@@ -155,7 +202,7 @@ static void* progress_main(void* arg) {
     }
     idle = 0;
     for (ssize_t i = 0; i < n; i++) {
-      if (is_rx(f, ents[i].op_context)) apply_signal(f, ents[i].op_context, ents[i].len);
+      if (is_rx(f, ents[i].op_context)) apply_signal(f, ents[i].op_context, ents[i].len, src[i]);
       else if (ents[i].op_context != NULL) complete(ents[i].op_context, NULL);
     }
   }
@@ -164,10 +211,12 @@ static void* progress_main(void* arg) {
 
 /* ---- opening ---------------------------------------------------------------------------------- */
 
-static struct fi_info* make_hints(const char* prov) {
+/* The requirements; with_source adds FI_SOURCE (signals then accepted only from their peer). */
+static struct fi_info* make_hints(const char* prov, int with_source) {
   struct fi_info* h = fi_allocinfo();
   if (h == NULL) return NULL;
   h->caps = FI_RMA | FI_MSG | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV;
+  if (with_source) h->caps |= FI_SOURCE;
   h->ep_attr->type = FI_EP_RDM;
   h->mode = 0; /* no FI_CONTEXT: contexts are our counters */
   h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
@@ -210,11 +259,15 @@ static mscclppResult_t fi_fail(const char* what, int r) {
 /* Finds and copies the provider's description into f->info. */
 static mscclppResult_t choose(struct net_fabric* f) {
   const char* prov = param_str(PARAM_NET_PROVIDER);
-  struct fi_info* hints = make_hints(prov);
-  if (hints == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   struct fi_info* list = NULL;
-  int r = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &list);
-  fi_freeinfo(hints);
+  int r = -FI_ENODATA;
+  for (int with_source = 1; with_source >= 0 && list == NULL; with_source--) { /* FI_SOURCE if offered */
+    struct fi_info* hints = make_hints(prov, with_source);
+    if (hints == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
+    r = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &list);
+    fi_freeinfo(hints);
+    if (r != 0) list = NULL;
+  }
   if (r != 0 || list == NULL)
     return MPP_ERR(mscclppInvalidUsage,
                    "net transport: no libfabric provider %s%s%soffers reliable datagram endpoints with RMA, "
@@ -224,8 +277,13 @@ static mscclppResult_t choose(struct net_fabric* f) {
   f->info = fi_dupinfo(pick(list));
   fi_freeinfo(list);
   if (f->info == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
-  snprintf(f->desc, sizeof(f->desc), "provider %s, fabric %s, domain %s", f->info->fabric_attr->prov_name,
-           f->info->fabric_attr->name, f->info->domain_attr->name);
+  if (f->info->tx_attr->inject_size < sizeof(struct net_sig))
+    return MPP_ERR(mscclppInvalidUsage, "net transport: provider %s injects only %zu bytes, a signal needs %zu",
+                   f->info->fabric_attr->prov_name, f->info->tx_attr->inject_size, sizeof(struct net_sig));
+  f->has_source = (f->info->caps & FI_SOURCE) != 0;
+  snprintf(f->desc, sizeof(f->desc), "provider %s, fabric %s, domain %s%s", f->info->fabric_attr->prov_name,
+           f->info->fabric_attr->name, f->info->domain_attr->name,
+           f->has_source ? "" : " (no FI_SOURCE: signals checked by MAC only)");
   return mscclppSuccess;
 }
 
@@ -283,8 +341,8 @@ mscclppResult_t net_fabric_open(int rank, void* regions, struct net_fabric** out
   if (f == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   f->rank = rank;
   f->regions = regions;
-  atomic_init(&f->next_key, 1);
   pthread_mutex_init(&f->retired_lock, NULL);
+  pthread_mutex_init(&f->auth_lock, NULL);
   mscclppResult_t res = choose(f);
   if (res == mscclppSuccess) res = open_endpoint(f);
   if (res == mscclppSuccess) res = post_all_rx(f);
@@ -326,6 +384,13 @@ void net_fabric_close(struct net_fabric* f) {
   close_fid(f->fabric);
   if (f->info != NULL) fi_freeinfo(f->info);
   pthread_mutex_destroy(&f->retired_lock);
+  for (uint32_t i = 0; i < f->n_auth; i++)
+    if (f->auth[i] != NULL) {
+      net_sig_mac_free(&f->auth[i]->mac);
+      free(f->auth[i]);
+    }
+  free(f->auth);
+  pthread_mutex_destroy(&f->auth_lock);
   free(f);
 }
 
@@ -367,12 +432,28 @@ void net_fabric_retire(struct net_fabric* f, struct net_pending* p) {
 
 /* ---- memory regions --------------------------------------------------------------------------- */
 
+/* A random key of the provider's key size (mr_key_size bytes, at most 8), never 0. */
+static mscclppResult_t random_key(const struct net_fabric* f, uint64_t* key) {
+  size_t bytes = f->info->domain_attr->mr_key_size;
+  MPP_CHECK(auth_random(key, sizeof(*key)));
+  if (bytes != 0 && bytes < 8) *key &= (1ull << (8 * bytes)) - 1;
+  if (*key == 0) *key = 1;
+  return mscclppSuccess;
+}
+
+/* Where the application chooses keys (no FI_MR_PROV_KEY), each region gets a random one, so that a
+ * process that reaches the endpoint cannot guess it (counters would be); a key already in use
+ * (FI_ENOKEY) is drawn again. With FI_MR_PROV_KEY the provider's key is what there is. */
 mscclppResult_t net_fabric_reg(struct net_fabric* f, void* ptr, size_t size, struct net_mr* out) {
   int mode = f->info->domain_attr->mr_mode;
-  uint64_t want_key = atomic_fetch_add_explicit(&f->next_key, 1, memory_order_relaxed);
   struct fid_mr* mr = NULL;
   uint64_t access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV;
-  int r = fi_mr_reg(f->domain, ptr, size, access, 0, want_key, 0, &mr, NULL);
+  int r = -FI_ENOKEY;
+  for (int tries = 0; tries < 8 && r == -FI_ENOKEY; tries++) {
+    uint64_t want_key = 0;
+    if (!(mode & FI_MR_PROV_KEY)) MPP_CHECK(random_key(f, &want_key));
+    r = fi_mr_reg(f->domain, ptr, size, access, 0, want_key, 0, &mr, NULL);
+  }
   if (r != 0) return fi_fail("registering memory (fi_mr_reg)", r);
   if (mode & FI_MR_ENDPOINT) {
     if ((r = fi_mr_bind(mr, &f->ep->fid, 0)) == 0) r = fi_mr_enable(mr);
@@ -394,10 +475,10 @@ void net_fabric_dereg(struct net_mr* m) {
 /* ---- operations ------------------------------------------------------------------------------- */
 
 static ssize_t post_signal(struct net_fabric* f, struct net_pending* p, uint64_t addr, const struct net_op* op) {
-  struct net_sig s = {.magic = NET_SIG_MAGIC, .region = op->region, .offset = op->offset, .value = op->value};
-  struct iovec iov = {.iov_base = &s, .iov_len = sizeof(s)};
+  struct iovec iov = {.iov_base = (void*)op->sig, .iov_len = sizeof(*op->sig)};
   struct fi_msg msg = {.msg_iov = &iov, .iov_count = 1, .addr = (fi_addr_t)addr, .context = p};
-  /* FI_INJECT: s may go once the call returns; the completion still comes (delivery complete). */
+  /* FI_INJECT: the message may go once the call returns; the completion still comes (delivery
+   * complete). choose() checked that the provider injects this many bytes. */
   return fi_sendmsg(f->ep, &msg, FI_INJECT | FI_DELIVERY_COMPLETE | FI_COMPLETION);
 }
 
@@ -422,4 +503,65 @@ int net_fabric_post(struct net_fabric* f, struct net_pending* p, uint64_t addr, 
   (void)MPP_ERR(mscclppRemoteError, "net transport: posting %s failed: %s", what, fi_strerror((int)-r));
   return -1;
 }
+/* ---- receiving sides of connections ---------------------------------------------------------- */
+
+mscclppResult_t net_fabric_auth_reserve(struct net_fabric* f, uint32_t* id) {
+  struct net_auth* a = calloc(1, sizeof(*a));
+  if (a == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
+  pthread_mutex_lock(&f->auth_lock);
+  if (f->n_auth == f->cap_auth) {
+    uint32_t cap = f->cap_auth ? 2 * f->cap_auth : 16;
+    struct net_auth** grown = realloc(f->auth, cap * sizeof(*grown));
+    if (grown == NULL) {
+      pthread_mutex_unlock(&f->auth_lock);
+      free(a);
+      return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
+    }
+    f->auth = grown;
+    f->cap_auth = cap;
+  }
+  f->auth[f->n_auth++] = a;
+  *id = f->n_auth;
+  pthread_mutex_unlock(&f->auth_lock);
+  return mscclppSuccess;
+}
+
+mscclppResult_t net_fabric_auth_set(struct net_fabric* f, uint32_t id, int peer, uint64_t addr,
+                                    const uint8_t key[AUTH_KEY_BYTES]) {
+  struct net_sig_mac mac;
+  MPP_CHECK(net_sig_mac_init(&mac, key));
+  pthread_mutex_lock(&f->auth_lock);
+  struct net_auth* a = id >= 1 && id <= f->n_auth ? f->auth[id - 1] : NULL;
+  int ok = a != NULL && !a->ready;
+  if (ok) {
+    a->peer = peer;
+    a->addr = addr;
+    a->mac = mac;
+    a->ready = 1;
+  }
+  pthread_mutex_unlock(&f->auth_lock);
+  if (ok) return mscclppSuccess;
+  net_sig_mac_free(&mac);
+  return MPP_ERR(mscclppInternalError, "net transport: no fresh connection id %u", id);
+}
+
+void net_fabric_auth_remove(struct net_fabric* f, uint32_t id) {
+  pthread_mutex_lock(&f->auth_lock);
+  if (id >= 1 && id <= f->n_auth && f->auth[id - 1] != NULL) {
+    net_sig_mac_free(&f->auth[id - 1]->mac);
+    free(f->auth[id - 1]);
+    f->auth[id - 1] = NULL;
+  }
+  pthread_mutex_unlock(&f->auth_lock);
+}
+
+int net_fabric_last_signal(struct net_fabric* f, struct net_sig* out) {
+  pthread_mutex_lock(&f->auth_lock);
+  int have = f->have_last;
+  if (have) *out = f->last_ok;
+  pthread_mutex_unlock(&f->auth_lock);
+  return have;
+}
+
+uint64_t net_fabric_refused_total(void) { return atomic_load_explicit(&refused_total, memory_order_relaxed); }
 #endif /* MSCCLPP_HAVE_LIBFABRIC */

@@ -7,9 +7,12 @@
  * context; the progress thread counts its completions there (and its first failure), so a
  * connection's flush waits until `done` reaches the number it posted. Operations are posted with
  * FI_DELIVERY_COMPLETE: a completion means the data has been placed in the peer's memory.
- * Signals are 32-byte messages ({magic, region, offset, value}) received into buffers the progress
- * thread keeps posted; it applies each one as a release store of the word (tcp_regions.c), after
- * the writes before it (FI_ORDER_SAW, required of the provider). */
+ * Signals are 64-byte messages (net_sig.h: {magic, connection id, sequence number, region, offset,
+ * value, MAC}) received into buffers the progress thread keeps posted; it applies one only when
+ * its connection id is known, its source address is that connection's peer (where the provider
+ * reports sources, FI_SOURCE), its MAC checks under the connection's key and its sequence number
+ * is fresh; then as a release store of the word (tcp_regions.c), after the writes before it
+ * (FI_ORDER_SAW, required of the provider). Anything else is counted and logged (rate-limited). */
 #ifndef MPP_TRANSPORT_NET_FABRIC_H_
 #define MPP_TRANSPORT_NET_FABRIC_H_
 
@@ -18,6 +21,8 @@
 #include <stdint.h>
 
 #include <mscclpp/core.h>
+
+#include "transport/net_sig.h"
 
 #define NET_ADDR_MAX 64 /* bytes of an endpoint name exchanged over the bootstrap */
 
@@ -76,14 +81,27 @@ struct net_op {
   void* local;
   size_t size; /* at most net_fabric_max_op */
   void* desc;
-  uint64_t raddr, key;          /* write, read */
-  uint64_t region, offset, value; /* signal */
+  uint64_t raddr, key;       /* write, read */
+  const struct net_sig* sig; /* signal: sealed (copied by the provider before the post returns) */
 };
 /* Posts op to the peer at addr, its completion counted in p: 0 posted, 1 the provider's queue is
  * full (try again later), -1 failed (the error recorded). */
 int net_fabric_post(struct net_fabric* f, struct net_pending* p, uint64_t addr, const struct net_op* op);
 /* The largest bytes of one write or read. */
 size_t net_fabric_max_op(const struct net_fabric* f);
+
+/* The receiving side of a connection: reserve gives an id (from 1) to send to the peer, whose
+ * signals are refused until set says that they come from addr (where the provider reports
+ * sources) with a MAC under key. */
+mscclppResult_t net_fabric_auth_reserve(struct net_fabric* f, uint32_t* id);
+mscclppResult_t net_fabric_auth_set(struct net_fabric* f, uint32_t id, int peer, uint64_t addr,
+                                    const uint8_t key[AUTH_KEY_BYTES]);
+/* Forgets id: later signals carrying it are refused. */
+void net_fabric_auth_remove(struct net_fabric* f, uint32_t id);
+/* Copies the last signal message f accepted (for the tests' replay); 0 when none yet. */
+int net_fabric_last_signal(struct net_fabric* f, struct net_sig* out);
+/* Signal messages refused by any endpoint of this process so far. */
+uint64_t net_fabric_refused_total(void);
 
 /* Hands p to f, which frees it once no completion can reach it any more (at close): for a
  * connection closed with operations still in flight. */

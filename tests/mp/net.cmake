@@ -44,3 +44,12 @@ net_test(devconn_cpu_net_n3)
 # The CPU executor's host-memory path (unregistered writes, reads) over net: the bounce buffer.
 mpp_mp_test(transport_hostio NRANKS 2 TESTNAME transport_hostio_net ARGS net SOURCES ${NDIR}/transport_hostio.c)
 net_test(transport_hostio_net)
+# The signal messages' MAC, keys and replay window (one process; net_sig.c needs no libfabric).
+mpp_unit_test(transport_netsig ${CMAKE_SOURCE_DIR}/tests/unit/transport_netsig.c)
+# Strangers at the endpoint: forged, replayed and unknown-source signals refused and logged
+# (rate-limited), guessed memory-region keys write nothing, the real connection carries on.
+mpp_mp_test(transport_net_auth NRANKS 3 TESTNAME transport_net_auth SOURCES ${NDIR}/transport_net_auth.c)
+net_test(transport_net_auth)
+if(MSCCLPP_HAVE_LIBFABRIC) # the stranger's own endpoint: libfabric comes with mscclpp_static
+  target_compile_definitions(transport_net_auth PRIVATE MPP_TEST_FABRIC=1)
+endif()
