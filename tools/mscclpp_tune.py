@@ -88,21 +88,26 @@ def captured_rules(win, captured_only):
 
 
 def tsv_rows(coll, kind, nranks, rule_list, dtype=None):
-    """Rows of rules [(max_bytes or None, algorithm)] (min 0) or [(min, max or None, algorithm)]."""
+    """Rows of rules [(max_bytes or None, algorithm)] (min 0) or [(min, max or None, algorithm)],
+    for one host (hosts=1: the runs are on one host, so the rules of several hosts stay in force)."""
     rows = []
     for r in rule_list:
         lo, mx, algo = r if len(r) == 3 else (0, r[0], r[1])
-        rows.append(("%-14s %-5s %-9d %-10d %-10s %-10s %s" % (coll, kind, nranks, nranks, fmt_bytes(lo) if lo else "0",
-                     "*" if mx is None else fmt_bytes(mx), algo)) + (" %s" % dtype if dtype else ""))
+        rows.append("%-14s %-5s %-9d %-10d %-10s %-10s %s %s hosts=1" % (
+            coll, kind, nranks, nranks, fmt_bytes(lo) if lo else "0", "*" if mx is None else fmt_bytes(mx), algo,
+            dtype or "*"))
     return rows
 
 
 def rule_fields(line):
-    """A rule's fields with its datatype column (None: every datatype), or None for other lines."""
+    """A rule's 7 fields, its datatype column (None: every datatype) and its hosts= condition (None:
+    any number of hosts), or None for other lines."""
     f = line.split("#")[0].split()
-    if len(f) not in (7, 8):
+    hosts = [x for x in f[7:] if x.startswith("hosts=")]
+    rest = [x for x in f[7:] if not x.startswith("hosts=")]
+    if len(f) < 7 or len(rest) > 1 or len(hosts) > 1:
         return None
-    return f[:7] + [f[7] if len(f) == 8 and f[7] != "*" else None]
+    return f[:7] + [rest[0] if rest and rest[0] != "*" else None, hosts[0] if hosts else None]
 
 
 def note_prefix(coll, kind, nranks, dtype):
@@ -110,13 +115,14 @@ def note_prefix(coll, kind, nranks, dtype):
 
 
 def update_table(text, coll, kind, nranks, rows, note, dtype=None):
-    """The table text with every rule of (coll, kind, exactly nranks, dtype) replaced by rows, placed
-    before the first remaining rule of (coll, kind) so that they match first; rules for every datatype
-    (dtype None) go after those for single datatypes, which they would otherwise hide."""
+    """The table text with every rule of (coll, kind, exactly nranks, dtype, any hosts) replaced by
+    rows, placed before the first remaining rule of (coll, kind) so that they match first; rules for
+    every datatype (dtype None) go after those for single datatypes, which they would otherwise hide.
+    Rules with a hosts= condition other than hosts=1 (several hosts) are never replaced."""
     kept = []
     for line in text.splitlines():
         f = rule_fields(line)
-        if f and f[0] == coll and f[1] == kind and f[2] == f[3] == str(nranks) and f[7] == dtype:
+        if f and f[0] == coll and f[1] == kind and f[2] == f[3] == str(nranks) and f[7] == dtype and f[8] in (None, "hosts=1"):
             continue
         if line.startswith(note_prefix(coll, kind, nranks, dtype)):
             continue

@@ -34,12 +34,13 @@ ctimes = dict(times, z={8: 9.0, 1024: 1.0, 65536: 1.0, 1 << 20: 30.0})
 cr = tune.captured_rules(tune.winners(ctimes), {"z"})
 check(cr == [(9, 65536, "z")], "captured rules: %r" % cr)
 crow = tune.tsv_rows("allreduce", "gpu", 4, cr + r)
-check(crow[0].split() == ["allreduce", "gpu", "4", "4", "9", "64K", "z"] and crow[1].split()[4:] == ["0", "8", "a"],
+check(crow[0].split() == ["allreduce", "gpu", "4", "4", "9", "64K", "z", "*", "hosts=1"]
+      and crow[1].split()[4:] == ["0", "8", "a", "*", "hosts=1"],
       "captured rows first, bounded: %r" % crow)
 check(tune.captured_rules(tune.winners({"z": {8: 1.0, 64: 1.0}, "a": {8: 2.0, 64: 2.0}}), {"z"}) == [(0, None, "z")],
       "a captured-only winner of every size: one rule for all")
 rows = tune.tsv_rows("allreduce", "gpu", 4, r)
-check(len(rows) == 3 and rows[0].split() == ["allreduce", "gpu", "4", "4", "0", "8", "a"], "rows: %r" % rows)
+check(len(rows) == 3 and rows[0].split() == ["allreduce", "gpu", "4", "4", "0", "8", "a", "*", "hosts=1"], "rows: %r" % rows)
 table = "# head\nallreduce gpu 4 4 0 1K old\nallreduce gpu 1 * 0 * keep\nallgather gpu 1 * 0 * other\n"
 new = tune.update_table(table, "allreduce", "gpu", 4, rows, "# mscclpp-tune: allreduce gpu 4 ranks, test")
 lines = new.splitlines()
@@ -50,7 +51,7 @@ check(again == new, "updating twice gives the same table")
 # Rules for one datatype: their own column, ahead of the rules for every datatype, and a later
 # update of either kind keeps that order and replaces only its own.
 hrows = tune.tsv_rows("allreduce", "gpu", 4, [(None, "h")], "half")
-check(hrows[0].split() == ["allreduce", "gpu", "4", "4", "0", "*", "h", "half"], "dtype rows: %r" % hrows)
+check(hrows[0].split() == ["allreduce", "gpu", "4", "4", "0", "*", "h", "half", "hosts=1"], "dtype rows: %r" % hrows)
 withh = tune.update_table(new, "allreduce", "gpu", 4, hrows, "# mscclpp-tune: allreduce gpu 4 ranks half, test", "half")
 hl = withh.splitlines()
 check(hl.index(hrows[0]) < hl.index(rows[0]) and rows[0] in hl, "datatype rules first, the others kept")
@@ -59,6 +60,15 @@ rl = regen.splitlines()
 check(rl.index(hrows[0]) < rl.index(rows[0]) and regen.count(rows[0]) == 1, "re-tuned generic rules stay behind")
 check(tune.update_table(regen, "allreduce", "gpu", 4, hrows, "# mscclpp-tune: allreduce gpu 4 ranks half, test",
                         "half") == regen, "updating the datatype rules twice gives the same table")
+
+# A re-tune's rows are for one host (hosts=1): the rules for several hosts (hosts=2..*) after them
+# stay in force, and are never replaced by a one-host update; rows of an older tune without hosts=
+# are replaced.
+htable = "allreduce gpu 4 4 0 * old\nallreduce gpu 1 * 0 * hier hosts=2..*\nallreduce gpu 1 * 0 * keep\n"
+hnew = tune.update_table(htable, "allreduce", "gpu", 4, rows, "# mscclpp-tune: allreduce gpu 4 ranks, test")
+check("old" not in hnew and "hier hosts=2..*" in hnew and all(r in hnew for r in rows), "hosts= update: %r" % hnew)
+check(tune.rule_fields("allreduce cpu 1 * 0 * a half hosts=2") == ["allreduce", "cpu", "1", "*", "0", "*", "a", "half",
+                                                                   "hosts=2"], "hosts= parsed beside the datatype")
 
 # One real run on CPU ranks.
 with tempfile.TemporaryDirectory() as tmp:
