@@ -151,19 +151,10 @@ static void ring_check(int next_fd, int prev_fd) {
 /* The victim's init by hand, up to `stage`, then its stop or death. */
 static void fake_victim(const char* root_text) {
   victim_prepare();
-  union sock_addr root;
-  CHECK_OK(sock_parse_addr(root_text, &root));
   uint8_t secret[WIRE_SECRET_BYTES], key[WIRE_KEY_BYTES], hello[WIRE_HELLO_BYTES];
-  mp_job_secret(secret);
+  int lfd, port; /* the victim's listener: the kernel accepts on it */
+  int fd = mp_join_root(root_text, rank, nranks, secret, &lfd, &port);
   CHECK_OK(wire_boot_key(secret, key));
-  int lfd = socket(AF_INET, SOCK_STREAM, 0); /* the victim's listener: the kernel accepts on it */
-  struct sockaddr_in la = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t alen = sizeof(la);
-  CHECK(bind(lfd, (struct sockaddr*)&la, sizeof(la)) == 0 && listen(lfd, 16) == 0);
-  CHECK(getsockname(lfd, (struct sockaddr*)&la, &alen) == 0);
-  mp_hello_at(WIRE_KIND_ROOT, rank, nranks, ntohs(la.sin_port), hello);
-  int fd = mp_raw_connect(&root);
-  CHECK_MSG(mp_handshake(fd, secret, hello), "the root did not prove the job's secret");
   size_t len = wire_table_bytes(nranks);
   uint8_t* table = malloc(len);
   union sock_addr addrs[64];
@@ -173,7 +164,7 @@ static void fake_victim(const char* root_text) {
   free(table);
   if (strcmp(stage, "table") == 0) victim_act();
   int next_fd = mp_raw_connect(&addrs[(rank + 1) % nranks]);
-  mp_hello_at(WIRE_KIND_RING, rank, nranks, ntohs(la.sin_port), hello);
+  mp_hello_at(WIRE_KIND_RING, rank, nranks, port, hello);
   CHECK_MSG(mp_handshake(next_fd, secret, hello), "the next rank did not prove the job's secret");
   if (strcmp(stage, "ring") == 0) victim_act();
   int prev_fd = accept_ring(lfd, key);

@@ -34,18 +34,9 @@ static int rank, nranks;
 
 /* The victim's fake join: a hello with the real secret, maybe the table, then death. */
 static void fake_join(const char* root_text, int wait_table) {
-  union sock_addr root;
-  CHECK_OK(sock_parse_addr(root_text, &root));
-  uint8_t secret[WIRE_SECRET_BYTES], hello[WIRE_HELLO_BYTES];
-  mp_job_secret(secret);
-  int lfd = socket(AF_INET, SOCK_STREAM, 0); /* a listener that dies with us */
-  struct sockaddr_in la = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t alen = sizeof(la);
-  CHECK(bind(lfd, (struct sockaddr*)&la, sizeof(la)) == 0 && listen(lfd, 16) == 0);
-  CHECK(getsockname(lfd, (struct sockaddr*)&la, &alen) == 0);
-  mp_hello_at(WIRE_KIND_ROOT, rank, nranks, ntohs(la.sin_port), hello);
-  int fd = mp_raw_connect(&root);
-  CHECK_MSG(mp_handshake(fd, secret, hello), "the root did not prove the job's secret");
+  uint8_t secret[WIRE_SECRET_BYTES];
+  int lfd, port; /* a listener that dies with us */
+  int fd = mp_join_root(root_text, rank, nranks, secret, &lfd, &port);
   if (wait_table) {
     char c;
     CHECK(recv(fd, &c, 1, MSG_WAITALL) == 1);

@@ -158,4 +158,25 @@ static inline void mp_expect_refused_handshake(int fd, const uint8_t* secret, co
   mp_expect_closed(fd, what);
 }
 
+/* Joins the root at root_text by hand as `rank` of `nranks`, with the job's secret (into secret):
+ * opens a loopback listener (its fd in *lfd, its port in the hello) and returns the connection to
+ * the root once the handshake is done (the address table, or a failure reply, comes next). */
+static inline int mp_join_root(const char* root_text, int rank, int nranks, uint8_t secret[WIRE_SECRET_BYTES],
+                               int* lfd, int* port) {
+  union sock_addr root;
+  CHECK_OK(sock_parse_addr(root_text, &root));
+  uint8_t hello[WIRE_HELLO_BYTES];
+  mp_job_secret(secret);
+  *lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in la = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof(la);
+  CHECK(bind(*lfd, (struct sockaddr*)&la, sizeof(la)) == 0 && listen(*lfd, 16) == 0);
+  CHECK(getsockname(*lfd, (struct sockaddr*)&la, &alen) == 0);
+  *port = ntohs(la.sin_port);
+  mp_hello_at(WIRE_KIND_ROOT, rank, nranks, *port, hello);
+  int fd = mp_raw_connect(&root);
+  CHECK_MSG(mp_handshake(fd, secret, hello), "the root did not prove the job's secret");
+  return fd;
+}
+
 #endif /* MPP_TESTS_MP_BOOTSTRAP_MP_H_ */
