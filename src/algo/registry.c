@@ -39,6 +39,12 @@ static const struct algo_desc registry[] = {
     GPU_ROW(gpu_reduce_ll, ALGO_COLL_REDUCE),
     GPU_ROW(gpu_alltoall_bulk, ALGO_COLL_ALLTOALL),
     GPU_ROW(gpu_alltoall_ll, ALGO_COLL_ALLTOALL),
+#define STAGE_ROW(n, c) {.name = n, .coll = c, .kind = mscclppRankGpu, .run = gpu_coll_stage}
+    STAGE_ROW("gpu_allreduce_stage", ALGO_COLL_ALLREDUCE),
+    STAGE_ROW("gpu_allgather_stage", ALGO_COLL_ALLGATHER),
+    STAGE_ROW("gpu_reducescatter_stage", ALGO_COLL_REDUCESCATTER),
+    STAGE_ROW("gpu_alltoall_stage", ALGO_COLL_ALLTOALL),
+#undef STAGE_ROW
 #define ZC_ROW(n, f, c) {.name = n, .coll = c, .kind = mscclppRankGpu, .run = f, .graph_only = 1}
     ZC_ROW("gpu_allreduce_zc", gpu_coll_zc, ALGO_COLL_ALLREDUCE),
     ZC_ROW("gpu_allgather_zc", gpu_coll_zc, ALGO_COLL_ALLGATHER),

@@ -43,6 +43,7 @@ static struct {
   int graph; /* capture each batch into a CUDA graph */
   int windows; /* send and recv are registered windows: eager calls take the zero-copy algorithms */
   int registered; /* send and recv are local registrations: eager calls swap and take zero copy */
+  int staged; /* the staged algorithms (any call) */
   enum cudaStreamCaptureMode mode;
 } g = {.rank = -1};
 
@@ -240,6 +241,14 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
     setenv("MSCCLPP_REGISTERED_ZC_MIN", "0", 1);
     g.registered = 1;
+  } else if (strcmp(variant, "st") == 0 || strcmp(variant, "stg") == 0 || strcmp(variant, "stp") == 0) {
+    /* staged: eager (st), captured (stg), and with a small stage (stp: allreduce in pieces, the
+     * others' larger calls on the bulk kernel) */
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_stage,gpu_allgather_stage,gpu_reducescatter_stage,gpu_alltoall_stage", 1);
+    setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
+    if (strcmp(variant, "stp") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
+    g.graph = strcmp(variant, "stg") == 0;
+    g.staged = 1;
   } else if (strcmp(variant, "cew") == 0) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_ce,gpu_allgather_ce,gpu_reducescatter_ce,gpu_alltoall_ce", 1);
     setenv("MSCCLPP_ALGO_GPU_CE_CHUNK", "4096", 1);
@@ -249,7 +258,7 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO_GPU_CE_CHUNK", "4096", 1); /* several pipeline steps at small sizes */
     g.graph = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, ce, cew)", variant);
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, ce, cew)", variant);
   }
   init();
   mscclppWindow_t wins[2] = {NULL, NULL};
@@ -269,7 +278,7 @@ int main(int argc, char** argv) {
   }
   static const size_t small[] = {1, 7, 1001, 12345};
   static const size_t big[] = {1, 333, 70001, 300007};
-  const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 || g.graph || g.windows || g.registered ? big : small;
+  const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 || g.graph || g.windows || g.registered || g.staged ? big : small;
   uint64_t zc_seen = 0;
   int ndt = gpu_rank_env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
   /* ce starts with allgather: its state is made without the reductions' buffer, which the first
@@ -284,7 +293,7 @@ int main(int argc, char** argv) {
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
-    if ((g.graph || g.windows || g.registered) && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
+    if ((g.graph || g.windows || g.registered || g.staged) && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
       uint64_t z = zc_launches();
       CHECK_MSG(z > zc_seen, "rank %d: no %s launch for the %s calls", g.rank, variant, algo_coll_name(coll));
       zc_seen = z;

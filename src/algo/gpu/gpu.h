@@ -83,6 +83,7 @@ struct gx_zc {
   char* peer_dst[GPU_MAX_RANKS];       /* rank q's output */
   uint64_t chunk;                      /* bytes of each part per block, a multiple of 16 */
   int put_reduced;
+  int staged; /* 1: a staged call (stage.c): peer_src / peer_dst of the peers are their stages */
 };
 
 struct gpu_ce;
@@ -156,6 +157,10 @@ algo_run_fn gpu_bulk_of(enum algo_coll coll);
  * (registry rows gpu_<collective>_zc / _ce): zero copy (zc.c) and copy engine (ce.c), for calls
  * captured into a CUDA graph; others run the collective's bulk algorithm. */
 mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a);
+/* The staged family (stage.c; rows gpu_<collective>_stage): the zero-copy kernel over the peers'
+ * scratch, any call (eager or captured, any buffers): the parts peers read are staged in the own
+ * scratch first and the parts peers write are copied out of it after. */
+mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_coll_ce(struct algo_comm* ac, const struct algo_args* a);
 void gpu_ce_free(struct gpu_ce* ce);
 /* The start of a graph-only algorithm (zc, ce; zc.c): *go = 1 when it runs call a itself, with

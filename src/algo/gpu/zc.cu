@@ -52,10 +52,56 @@ __device__ void zc_reduce(const gpu_dev& d, const gx_plan& p, const gx_zc& z, ui
   red_range_to<DT, OP>(dsts, ndst, srcs, d.nranks, n / sizeof(typename Ty<DT>::T), threadIdx.x, blockDim.x);
 }
 
+/* Staged calls (z.staged): the stage is the bulk region of the scratch, laid out like the buffer
+ * the peers would otherwise touch (input offsets for reductions, output offsets for copies). */
+__device__ __forceinline__ char* zs_stage(const gpu_dev& d) { return d.scratch + d.ll_bytes; }
+
+/* Before the opening round: this block's range of every part a peer reads (GX_REDUCE: part q of
+ * the input, read by rank q) into the own stage at the same offset. */
+__device__ void zs_stage_in(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
+  for (int q = 0; q < d.nranks; q++) {
+    uint64_t n = zc_share(p.send_len[q], lo, z.chunk);
+    if (q != d.rank && n > 0) mscclppCopy(zs_stage(d) + p.send_off[q] + lo, p.src + p.send_off[q] + lo, n, threadIdx.x, blockDim.x);
+  }
+}
+
+/* After the second round: this block's range of every part a peer wrote into the own stage (rank
+ * q's reduced slice at its offset, or what q put at recv_off[q]) into the output. */
+__device__ void zs_stage_out(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
+  for (int q = 0; q < d.nranks; q++) {
+    uint64_t off = p.mode == GX_COPY ? p.recv_off[q] : p.send_off[q];
+    uint64_t n = zc_share(p.mode == GX_COPY ? p.recv_len[q] : p.send_len[q], lo, z.chunk);
+    if (q != d.rank && n > 0) mscclppCopy(p.dst + off + lo, zs_stage(d) + off + lo, n, threadIdx.x, blockDim.x);
+  }
+}
+
+/* Staged: stage in, opening round (the peers' stages hold their parts and their earlier kernels
+ * are done with the stages), the zero-copy body over the stages, a round (every write into the own
+ * stage landed), stage out, closing round (no peer's next kernel writes the own stage before it
+ * was read). Reductions without put_reduced write no stage: their second round closes. */
+template <int DT, int OP>
+__device__ void zs_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
+  bool out = p.mode == GX_COPY || z.put_reduced;
+  if (p.mode == GX_REDUCE) zs_stage_in(d, p, z, lo);
+  __syncthreads();
+  if (gx_round(d, true)) return; /* the rank's device-error record says who timed out */
+  if (p.mode == GX_COPY) zc_put(d, p, z, lo);
+  else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, z, lo);
+  __syncthreads();
+  if (gx_round(d, true) || !out) return;
+  zs_stage_out(d, p, z, lo);
+  __syncthreads();
+  (void)gx_round(d, true); /* the closing round */
+}
+
 template <int DT, int OP>
 __global__ void __launch_bounds__(GPU_BULK_THREADS) zc_kernel(gpu_dev d, gx_plan p, gx_zc z) {
-  if (gx_round(d, true)) return; /* the rank's device-error record says who timed out */
   uint64_t lo = (uint64_t)blockIdx.x * z.chunk;
+  if (z.staged) {
+    zs_body<DT, OP>(d, p, z, lo);
+    return;
+  }
+  if (gx_round(d, true)) return; /* the rank's device-error record says who timed out */
   if (p.mode == GX_COPY) zc_put(d, p, z, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, z, lo);
   __syncthreads();

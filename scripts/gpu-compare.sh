@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Times forced algorithms against NCCL on every visible GPU, NCCL in the same run (not in CI):
+#   scripts/gpu-compare.sh BUILD COLL:ALGO[:G] ...   (ALGO "table": the selection table's choice;
+#                                                      G: CUDA-graph replays, default 0 = eager)
+# SIZES (default 64K,256K,1M,4M,16M,64M,256M). Logs under $OUT; a table of time (us, out of place)
+# and NCCL / ours per size last.
+set -uo pipefail
+build=$1; shift
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export MSCCLPP_ALGO_TABLE="$PWD/tuning/algo.tsv"
+bin="$PWD/$build/bin"
+n=${NRANKS:-$(nvidia-smi -L | wc -l)}
+sizes=${SIZES:-64K,256K,1M,4M,16M,64M,256M}
+rows=()
+for spec in "$@"; do
+  IFS=: read -r coll algo graphs <<<"$spec"
+  graphs=${graphs:-0}
+  label="$coll-$algo-g$graphs-n$n"
+  envs=()
+  [ "$algo" != table ] && envs+=("MSCCLPP_ALGO=$algo")
+  env "${envs[@]}" timeout 200 "$bin/mscclpp-run" -n "$n" "$bin/mscclpp-perf" "$coll" -s "$sizes" -n 20 -w 5 -G "$graphs" -c 1 --nccl >"$out/$label.txt" 2>&1
+  rc=$?
+  wrong=$(awk '$1 ~ /^[0-9]+$/ && $NF != "nccl" && $NF != "ratio" && ($9 != 0 || $13 != 0)' "$out/$label.txt" | wc -l)
+  rows+=("== $label (rc $rc, rows with wrong results: $wrong)")
+  while read -r sz; do
+    ours=$(awk -v s="$sz" '$1 == s && $NF != "nccl" && $NF != "ratio" {print $6; exit}' "$out/$label.txt")
+    nccl=$(awk -v s="$sz" '$1 == s && $NF == "nccl" {print $6; exit}' "$out/$label.txt")
+    ratio=$(awk -v s="$sz" '$1 == s && $NF == "ratio" {print $3; exit}' "$out/$label.txt")
+    rows+=("$(printf '  %11s  ours %9s  nccl %9s  %s' "$sz" "$ours" "$nccl" "$ratio")")
+  done < <(awk '$1 ~ /^[0-9]+$/ && $NF != "nccl" && $NF != "ratio" {print $1}' "$out/$label.txt" | sort -un)
+done
+printf '%s\n' "${rows[@]}"

@@ -1,0 +1,93 @@
+/* stage.c - the staged collectives (allreduce, allgather, reducescatter, alltoall): the zero-copy
+ * kernel (zc.cu) run over the peers' scratch instead of their own buffers, so that it serves every
+ * call, eager or captured, on any buffers, with no exchange of addresses.
+ *
+ * Each rank's stage is the bulk region of its scratch (gpu.h), mapped on every peer at setup. A
+ * rank first copies the parts its peers read (reductions: part q of its input, read by rank q)
+ * into its own stage; after the opening round the kernel reads the peers' stages where zero copy
+ * reads their inputs, and writes the peers' stages where zero copy writes their outputs; after a
+ * second round each rank copies what was written into its stage out to its output. Against the
+ * bulk kernel's pipeline this moves every byte over NVLink once, with three rounds in all, for the
+ * price of two local copies at memory speed (zc.cu).
+ *
+ * A call whose staged buffer (the input of reductions, the output of copies) exceeds the stage runs
+ * in pieces when it is an allreduce (each piece a whole allreduce of a range of the elements) and
+ * as the bulk sibling otherwise; pre-multiplied sums and empty calls run the bulk sibling too. The
+ * stage size is agreed at setup, so every rank takes the same path. */
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/gpu/gpu.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#if MSCCLPP_HAVE_CUDA
+
+/* Bytes of the stage: the whole bulk region. */
+static uint64_t stage_bytes(const struct gpu_net* g) { return 2ull * (uint64_t)g->d.nranks * g->d.bulk_slot; }
+
+/* Bytes of the buffer a call stages: its input (reductions) or output (copies). */
+static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args* a) {
+  uint64_t b = (uint64_t)a->count * a->es, n = (uint64_t)ac->nranks;
+  return a->coll == ALGO_COLL_ALLREDUCE ? b : b * n;
+}
+
+/* Bytes per block: the zero-copy floor, more when the blocks would not cover the part. */
+static uint64_t stage_chunk(const struct gpu_net* g, uint64_t maxlen) {
+  int64_t floor = param_int(PARAM_ALGO_GPU_ZC_CHUNK);
+  uint64_t c = floor < 16 ? 16 : (uint64_t)floor;
+  uint64_t need = (maxlen + (uint64_t)g->d.nblocks - 1) / (uint64_t)g->d.nblocks;
+  if (need > c) c = need;
+  return (c + 15) / 16 * 16;
+}
+
+/* One staged launch of call a (its staged buffer fits the stage). */
+static mscclppResult_t stage_launch(struct gpu_net* g, const struct algo_comm* ac, const struct algo_args* a) {
+  struct gx_plan p[2];
+  (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  struct gx_zc z;
+  memset(&z, 0, sizeof(z));
+  for (int q = 0; q < ac->nranks; q++) z.peer_src[q] = z.peer_dst[q] = g->d.peer_scratch[q] + g->d.ll_bytes;
+  z.peer_src[ac->rank] = (const char*)a->send;
+  z.peer_dst[ac->rank] = (char*)a->recv;
+  z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
+  z.staged = 1;
+  z.chunk = stage_chunk(g, p[0].maxlen);
+  MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
+  g->graph_launches++;
+  return mscclppSuccess;
+}
+
+/* An allreduce larger than the stage: pieces of whole 16-byte groups per rank, each its own call. */
+static mscclppResult_t stage_pieces(struct gpu_net* g, const struct algo_comm* ac, const struct algo_args* a) {
+  uint64_t per = stage_bytes(g) / a->es, align = (uint64_t)ac->nranks * 16;
+  per = per / align * align;
+  LOG_DEBUG_(LOG_SUB_ALGO, "allreduce (staged): %zu elements in pieces of %llu", a->count, (unsigned long long)per);
+  for (uint64_t done = 0; done < a->count; done += per) {
+    struct algo_args piece = *a;
+    piece.count = a->count - done < per ? (size_t)(a->count - done) : (size_t)per;
+    piece.send = (const char*)a->send + done * a->es;
+    piece.recv = (char*)a->recv + done * a->es;
+    MPP_CHECK(stage_launch(g, ac, &piece));
+  }
+  return mscclppSuccess;
+}
+
+mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a) {
+  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
+  if (a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return gpu_bulk_of(a->coll)(ac, a);
+  struct gpu_net* g;
+  MPP_CHECK(gpu_net_get(ac, a->stream, &g));
+  if (staged_bytes(ac, a) <= stage_bytes(g)) return stage_launch(g, ac, a);
+  if (a->coll == ALGO_COLL_ALLREDUCE && stage_bytes(g) / a->es >= (uint64_t)ac->nranks * 16) return stage_pieces(g, ac, a);
+  LOG_DEBUG_(LOG_SUB_ALGO, "%s: %llu bytes exceed the stage (%llu): bulk kernel", algo_coll_name(a->coll),
+             (unsigned long long)staged_bytes(ac, a), (unsigned long long)stage_bytes(g));
+  return gpu_bulk_of(a->coll)(ac, a);
+}
+
+#else /* no CUDA */
+
+mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a) { return gpu_bulk_of(a->coll)(ac, a); }
+
+#endif
