@@ -142,6 +142,20 @@ int main(void) {
       CHECK_MSG((strstr(two->name, "_hier") != NULL) == has_hier, "%s of %zu bytes on 2 hosts picked %s",
                 algo_coll_name((enum algo_coll)c), bytes, two->name);
     }
+  /* The shipped H100 overlay parses and names only known algorithms; eager 2-rank calls of the
+   * stage range take the staged ones there. */
+  snprintf(path, sizeof(path), "%s/tuning/algo.h100.tsv", MPP_SOURCE_DIR);
+  f = fopen(path, "r");
+  CHECK_MSG(f != NULL, "cannot open %s", path);
+  n = fread(text, 1, sizeof(text) - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  static struct algo_table h;
+  CHECK_OK(algo_table_parse(text, path, &h));
+  CHECK(strcmp(algo_table_lookup(&h, ALGO_COLL_ALLREDUCE, mscclppRankGpu, 2, 1, (size_t)16 << 20, 7, 0)->name,
+               "gpu_allreduce_stage") == 0);
+  CHECK(strcmp(algo_table_lookup(&h, ALGO_COLL_ALLREDUCE, mscclppRankGpu, 2, 1, (size_t)16 << 20, 7, 1)->name,
+               "gpu_allreduce_zc") == 0);
   printf("algo_select: OK (table from %s)\n", algo_table_source());
   return 0;
 }

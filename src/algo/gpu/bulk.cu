@@ -53,7 +53,8 @@ __device__ int bulk_round(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64
 template <int DT>
 __device__ void bulk_put(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64_t lo, uint64_t cb) {
   elem_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
-  for (int q = 0; q < d.nranks; q++) {
+  for (int i = 1; i < d.nranks; i++) { /* from the next rank on: the ranks' writes spread over the peers */
+    int q = (d.rank + i) % d.nranks;
     uint64_t n = share(p.send_len[q], lo, cb);
     if (q == d.rank || n == 0) continue;
     char* dst = bulk_inbox(d, (char*)d.chans[q].remote, (uint32_t)(k & 1), d.rank);

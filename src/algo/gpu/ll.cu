@@ -44,8 +44,8 @@ template <int DT>
 __device__ void ll_send(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint32_t tid, uint32_t nt) {
   uint32_t parity = flag & 1;
   elem_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
-  for (int q = 0; q < d.nranks; q++) {
-    if (q == d.rank) continue;
+  for (int i = 1; i < d.nranks; i++) { /* from the next rank on: the ranks' writes spread over the peers */
+    int q = (d.rank + i) % d.nranks;
     mscclppLL16Packet* box = ll_inbox(d, d.peer_scratch[q], parity, d.rank);
     uint64_t len = p.send_len[q];
     const char* src = p.src + p.send_off[q];
@@ -68,8 +68,8 @@ __device__ int ll_copy(const gpu_dev& d, const gx_plan& p, uint32_t flag, uint32
   uint64_t own_len = p.recv_len[d.rank];
   for (uint64_t i = tid; own != own_dst && i < npk(own_len); i += nt)
     mscclppStoreBytes(own_dst + i * 8, mscclppLoadBytes(own + i * 8, tail(own_len, i)), tail(own_len, i));
-  for (int q = 0; q < d.nranks; q++) {
-    if (q == d.rank) continue;
+  for (int i = 1; i < d.nranks; i++) { /* in the order the parts are sent: the previous rank's first */
+    int q = (d.rank + d.nranks - i) % d.nranks;
     uint64_t len = p.recv_len[q];
     char* dst = p.dst + p.recv_off[q];
     const mscclppLL16Packet* box = ll_inbox(d, d.scratch, flag & 1, q);
