@@ -45,7 +45,9 @@ ncclResult_t shim_fail_lib(ncclComm_t comm, mscclppResult_t r, const char* call)
    * usage errors leave the communicator usable and are not asynchronous errors. */
   if (comm && (r == mscclppRemoteError || r == mscclppTimeout) && shim_live(comm)) {
     ncclResult_t ok = ncclSuccess;
-    atomic_compare_exchange_strong(&comm->async, &ok, res); /* the first failure stays */
+    /* the first failure stays; seq_cst: a thread polling ncclCommGetAsyncError sees it once this
+     * call has returned it */
+    atomic_compare_exchange_strong(&comm->async, &ok, res);
   }
   return res;
 }
