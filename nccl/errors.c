@@ -39,7 +39,17 @@ ncclResult_t shim_fail_lib(ncclComm_t comm, mscclppResult_t r, const char* call)
   char text[1024];
   snprintf(text, sizeof(text), "%s: %s", call, mscclppGetLastError());
   record(comm, text);
-  return shim_result(r);
+  ncclResult_t res = shim_result(r);
+  /* A peer that failed or went silent breaks the communicator, as NCCL's proxy marks it: later
+   * ncclCommGetAsyncError calls report it (PyTorch's watchdog polls it to abort). Argument and
+   * usage errors leave the communicator usable and are not asynchronous errors. */
+  if (comm && (r == mscclppRemoteError || r == mscclppTimeout) && shim_live(comm)) {
+    ncclResult_t ok = ncclSuccess;
+    /* the first failure stays; seq_cst: a thread polling ncclCommGetAsyncError sees it once this
+     * call has returned it */
+    atomic_compare_exchange_strong(&comm->async, &ok, res);
+  }
+  return res;
 }
 
 ncclResult_t shim_fail(ncclComm_t comm, ncclResult_t res, const char* fmt, ...) {

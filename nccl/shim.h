@@ -39,7 +39,10 @@ struct ncclComm {
   int rank, nranks, device;
   int blocking;
   _Atomic int state;           /* enum shim_state */
-  ncclResult_t async;          /* what ncclCommGetAsyncError reports once the init is done */
+  /* What ncclCommGetAsyncError reports once the init is done: the init's result, then the first
+   * failure of the communicator itself (a peer lost or silent: shim_fail_lib). Atomic: a watchdog
+   * thread polls it while the calling thread's failing call sets it. */
+  _Atomic ncclResult_t async;
   pthread_t init_thread;       /* SHIM_INITING: joined before the communicator is used */
   int has_init_thread;
   ncclUniqueId id;             /* for a pending or nonblocking init */

@@ -63,7 +63,8 @@ static mscclppResult_t dispatch_here(struct algo_comm* ac, const struct algo_arg
     if (ac->kind == mscclppRankGpu) return not_built(name);
     return MPP_ERR(mscclppInternalError, "%s: no algorithm registered for CPU ranks", name);
   }
-  LOG_TRACE_(LOG_SUB_ALGO, "%s of %zu bytes on %d ranks: %s", name, a->bytes, ac->nranks, d->name);
+  LOG_TRACE_(LOG_SUB_ALGO, "%s of %zu bytes on %d ranks of %d hosts: %s", name, a->bytes, ac->nranks, ac->nhosts,
+             d->name);
   return d->run(ac, &call);
 }
 

@@ -2,8 +2,9 @@
  * may move (the first unfinished one of its communicator, peer and direction, so that the k-th
  * send to a peer meets the peer's k-th receive) whatever the pipes allow, until all are done. The
  * order of the calls in a group, and the order in which peers reach it, therefore never deadlocks.
- * A send to this rank itself is matched with this rank's receive from itself, in call order. A wait
- * with no progress at all for MSCCLPP_SEMAPHORE_TIMEOUT ms, or a peer found gone, is an error that
+ * A send to this rank itself is matched with this rank's receive from itself, in call order. A send
+ * is done once its receiver has acknowledged all of it. A wait with no progress at all for
+ * MSCCLPP_SEMAPHORE_TIMEOUT ms, or a peer found gone before it did its part, is an error that
  * names the op and the peer. */
 #include <sched.h>
 #include <stdio.h>
@@ -76,7 +77,23 @@ static mscclppResult_t prepare(struct p2p_op* ops, int nops) {
   return mscclppSuccess;
 }
 
-/* Moves what op can move now; *moved = 1 when something went. */
+/* Takes the acknowledgements that arrived on p; *moved = 1 when one did. */
+static mscclppResult_t take_acks(struct cpu_net* net, struct cpu_pipe* p, int* moved) {
+  while (p->acked < p->sent) {
+    int ok;
+    MPP_CHECK(cpu_net_break(net, mscclppHostSemaphorePoll(p->ack, &ok)));
+    if (!ok) break;
+    p->acked++;
+    *moved = 1;
+  }
+  return mscclppSuccess;
+}
+
+/* Moves what op can move now; *moved = 1 when something went. A send is finished only once its
+ * receiver has acknowledged every chunk of it (the pipe's later chunks wait for it: pred), so a
+ * rank leaves a group only when what it sent has been taken: it may then destroy its
+ * communicator at once without failing a receiver that had not yet read its last chunk (over tcp
+ * the peer's close can be seen before that chunk is polled). */
 static mscclppResult_t step_op(struct p2p_op* op, int* moved) {
   struct cpu_net* net = op->ac->net;
   struct cpu_pipe* p = &net->pipes[op->peer];
@@ -98,12 +115,24 @@ static mscclppResult_t step_op(struct p2p_op* op, int* moved) {
     op->done += n;
     *moved = 1;
   }
-  op->finished = op->done == op->bytes;
+  if (op->is_send && op->done == op->bytes) MPP_CHECK(take_acks(net, p, moved));
+  op->finished = op->done == op->bytes && (!op->is_send || p->acked == p->sent);
   return mscclppSuccess;
 }
 
-/* Fails when a peer of an unfinished op is known to be gone. */
-static mscclppResult_t check_peers(const struct p2p_op* ops, int nops) {
+/* Whether op, whose peer is gone, may still finish with what the peer did before it went: a
+ * receive (its chunks), or a send with every byte out (its acknowledgements). The transport marks
+ * a connection closed only after handling everything that came before the close, and shm
+ * stores are visible at once, so one more step takes all there is. */
+static int finishes_anyway(struct p2p_op* ops, int i) {
+  struct p2p_op* op = &ops[i];
+  if ((op->pred >= 0 && !ops[op->pred].finished) || (op->is_send && op->done < op->bytes)) return 0;
+  int moved = 0;
+  return step_op(op, &moved) == mscclppSuccess && op->finished;
+}
+
+/* Fails when a peer of an unfinished op is known to be gone (and the op cannot finish without it). */
+static mscclppResult_t check_peers(struct p2p_op* ops, int nops) {
   for (int i = 0; i < nops; i++) {
     if (ops[i].finished) continue;
     struct cpu_pipe* p = &ops[i].ac->net->pipes[ops[i].peer];
@@ -111,6 +140,7 @@ static mscclppResult_t check_peers(const struct p2p_op* ops, int nops) {
     if (res != mscclppSuccess) {
       char inner[512];
       snprintf(inner, sizeof(inner), "%s", err_last());
+      if (finishes_anyway(ops, i)) continue; /* the peer left after its part */
       return MPP_ERR(res, "group: rank %d's %s rank %d cannot finish (%zu of %zu bytes moved): %s", ops[i].ac->rank,
                      ops[i].is_send ? "send to" : "receive from", ops[i].peer, ops[i].done, ops[i].bytes, inner);
     }
