@@ -95,3 +95,7 @@ foreach(c ${_initstall_cases})
   mpp_mp_test(bootstrap_initstall NRANKS ${n} ARGS ${stage} ${action} SOURCES ${_boot_dir}/bootstrap_initstall.c
               TESTNAME bootstrap_initstall_${stage}_${action}_n${n})
 endforeach()
+
+# The cost of the bootstrap's collectives (barrier, allgathers, send/recv round trip), results
+# checked; a short run in CI, `mscclpp-run -n 4 bin/bootstrap_bench 2000` to measure.
+mpp_mp_test(bootstrap_bench NRANKS 4 ARGS 50 SOURCES ${_boot_dir}/bootstrap_bench.c)
