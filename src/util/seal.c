@@ -21,7 +21,7 @@ static mscclppResult_t derive_one(const uint8_t* key, const char* label, const v
   memcpy(info, label, 4);
   memcpy(info + 4, hello, hello_len);
   memcpy(info + 4 + hello_len, nonce, nonce_len);
-  memset(out, 0, sizeof(*out));
+  seal_clear(out); /* a context re-derived (never in the library) drops its old state */
   mscclppResult_t res = auth_hkdf(key, SEAL_KEY_BYTES, SEAL_SALT, info, 4 + hello_len + nonce_len, out->key,
                                   SEAL_KEY_BYTES);
   OPENSSL_cleanse(info, sizeof(info));
@@ -52,16 +52,29 @@ static int crypt_all(EVP_CIPHER_CTX* ctx, int enc, const uint8_t* in, size_t len
   return 1;
 }
 
-/* Sets up ctx for one record: key, the counter's IV, then the caller's aad and the counter as
+/* The context of s, keyed for enc (encrypt) on first use: the AES key schedule is made once per
+ * direction, each record only sets its IV. NULL when libcrypto fails. */
+static EVP_CIPHER_CTX* keyed_ctx(struct seal* s, int enc) {
+  if (s->ctx) return s->ctx;
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  int ok = ctx && (enc ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, s->key, NULL)
+                       : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, s->key, NULL));
+  if (!ok) {
+    EVP_CIPHER_CTX_free(ctx);
+    return NULL;
+  }
+  s->ctx = ctx;
+  return ctx;
+}
+
+/* Starts one record on s's context: the counter's IV, then the caller's aad and the counter as
  * associated data. 1 on success. */
-static int start(EVP_CIPHER_CTX* ctx, int enc, const struct seal* s, uint64_t counter, const void* aad,
-                 size_t aad_len) {
+static int start(EVP_CIPHER_CTX* ctx, int enc, uint64_t counter, const void* aad, size_t aad_len) {
   uint8_t iv[SEAL_IV_BYTES] = {0}, ctr[SEAL_COUNTER_BYTES];
   le_put64(iv + 4, counter);
   le_put64(ctr, counter);
   int got = 0;
-  int ok = enc ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, s->key, iv)
-               : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, s->key, iv);
+  int ok = enc ? EVP_EncryptInit_ex(ctx, NULL, NULL, NULL, iv) : EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv);
   if (ok && aad_len) ok = enc ? EVP_EncryptUpdate(ctx, NULL, &got, aad, (int)aad_len)
                               : EVP_DecryptUpdate(ctx, NULL, &got, aad, (int)aad_len);
   if (ok) ok = enc ? EVP_EncryptUpdate(ctx, NULL, &got, ctr, sizeof(ctr))
@@ -73,12 +86,11 @@ mscclppResult_t seal_record(struct seal* s, const void* aad, size_t aad_len, con
   if (!s->ready) return MPP_ERR(mscclppInternalError, "seal: no key for this connection");
   if (s->counter == UINT64_MAX || aad_len > 1024)
     return MPP_ERR(mscclppInternalError, "seal: record counter exhausted or associated data too long");
-  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  EVP_CIPHER_CTX* ctx = keyed_ctx(s, 1);
   int fin = 0;
-  int ok = ctx && start(ctx, 1, s, s->counter, aad, aad_len) && crypt_all(ctx, 1, in, len, out) &&
+  int ok = ctx && start(ctx, 1, s->counter, aad, aad_len) && crypt_all(ctx, 1, in, len, out) &&
            EVP_EncryptFinal_ex(ctx, out + len, &fin) && fin == 0 &&
            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, SEAL_TAG_BYTES, out + len + SEAL_COUNTER_BYTES);
-  EVP_CIPHER_CTX_free(ctx);
   if (!ok) return MPP_ERR(mscclppSystemError, "libcrypto's AES-256-GCM failed to seal %zu bytes", len);
   le_put64(out + len, s->counter++);
   return mscclppSuccess;
@@ -98,12 +110,11 @@ mscclppResult_t seal_open(struct seal* s, const void* aad, size_t aad_len, const
   }
   uint8_t tag[SEAL_TAG_BYTES];
   memcpy(tag, rec + len + SEAL_COUNTER_BYTES, SEAL_TAG_BYTES);
-  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  EVP_CIPHER_CTX* ctx = keyed_ctx(s, 0);
   int fin = 0;
-  int ok = ctx && start(ctx, 0, s, s->counter, aad, aad_len) && crypt_all(ctx, 0, rec, len, out) &&
+  int ok = ctx && start(ctx, 0, s->counter, aad, aad_len) && crypt_all(ctx, 0, rec, len, out) &&
            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, SEAL_TAG_BYTES, tag) &&
            EVP_DecryptFinal_ex(ctx, (uint8_t*)out + len, &fin) > 0;
-  EVP_CIPHER_CTX_free(ctx);
   if (!ok) {
     s->ready = 0;
     return MPP_ERR(mscclppRemoteError,
@@ -116,6 +127,8 @@ mscclppResult_t seal_open(struct seal* s, const void* aad, size_t aad_len, const
 }
 
 void seal_clear(struct seal* s) {
+  EVP_CIPHER_CTX_free(s->ctx); /* frees (and cleanses) the key schedule; NULL is fine */
+  s->ctx = NULL;
   OPENSSL_cleanse(s->key, sizeof(s->key));
   s->counter = 0;
   s->ready = 0;

@@ -26,11 +26,13 @@
 #define SEAL_TAG_BYTES 16
 #define SEAL_OVERHEAD (SEAL_COUNTER_BYTES + SEAL_TAG_BYTES)
 
-/* One direction of one connection. Zeroed = no key (seal/open fail). */
+/* One direction of one connection, used by one thread at a time. Zeroed = no key (seal/open
+ * fail); a keyed one holds libcrypto state until seal_clear. */
 struct seal {
   uint8_t key[SEAL_KEY_BYTES];
   uint64_t counter; /* the next record's number */
   int ready;        /* keyed and not poisoned */
+  void* ctx;        /* libcrypto's cipher context, keyed on first use (freed by seal_clear) */
 };
 
 /* Which side of the handshake we were: the side that sent the hello (client) seals with the
@@ -39,7 +41,7 @@ enum seal_side { SEAL_CLIENT = 0, SEAL_SERVER = 1 };
 
 /* Derives both directions' keys of a connection from the handshake's key and transcript (the
  * hello as sent, the server's challenge nonce). tx seals what we send, rx opens what we receive;
- * either may be NULL. */
+ * either may be NULL; each must be zeroed or cleared (seal_clear) before. */
 mscclppResult_t seal_derive(const uint8_t key[SEAL_KEY_BYTES], const void* hello, size_t hello_len,
                             const uint8_t* server_nonce, size_t nonce_len, enum seal_side side, struct seal* tx,
                             struct seal* rx);
@@ -55,7 +57,7 @@ mscclppResult_t seal_record(struct seal* s, const void* aad, size_t aad_len, con
 mscclppResult_t seal_open(struct seal* s, const void* aad, size_t aad_len, const uint8_t* rec, size_t len, void* out,
                           const char* who);
 
-/* Forgets the key. */
+/* Forgets the key and frees the cipher context (zeroed or cleared: a no-op). */
 void seal_clear(struct seal* s);
 
 #endif /* MPP_UTIL_SEAL_H_ */

@@ -172,7 +172,7 @@ static void fake_victim(const char* root_text) {
   int next_fd = mp_raw_connect(&addrs[(rank + 1) % nranks]);
   mp_hello_at(WIRE_KIND_RING, rank, nranks, port, hello);
   uint8_t nonce[WIRE_NONCE_BYTES];
-  struct seal tx, rx;
+  struct seal tx = {.counter = 0}, rx = {.counter = 0};
   CHECK_MSG(mp_handshake_kept(next_fd, secret, hello, nonce), "the next rank did not prove the job's secret");
   CHECK_OK(seal_derive(key, hello, sizeof(hello), nonce, sizeof(nonce), SEAL_CLIENT, &tx, NULL));
   if (strcmp(stage, "ring") == 0) victim_act();

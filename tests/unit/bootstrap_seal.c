@@ -33,7 +33,7 @@ static void expect_refused(struct seal* rx, const uint8_t* aad, const uint8_t* r
 }
 
 static void roundtrip(void) {
-  struct seal tx, rx;
+  struct seal tx = {.counter = 0}, rx = {.counter = 0};
   pair(&tx, &rx);
   size_t sizes[] = {0, 1, 32, 4096, 3u << 20};
   for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -57,6 +57,7 @@ static void roundtrip(void) {
   CHECK_OK(seal_record(&tx, AAD, sizeof(AAD), p, 32, a));
   CHECK_OK(seal_record(&tx, AAD, sizeof(AAD), p, 32, b));
   CHECK(memcmp(a, b, 32) != 0);
+  seal_clear(&tx), seal_clear(&rx);
 }
 
 static void tampered(void) {
@@ -64,25 +65,27 @@ static void tampered(void) {
   memset(p, 0x5a, sizeof(p));
   int spots[] = {0, 39, 40, 47, 48, 40 + SEAL_OVERHEAD - 1}; /* ciphertext, counter, tag */
   for (size_t k = 0; k < sizeof(spots) / sizeof(spots[0]); k++) {
-    struct seal tx, rx;
+    struct seal tx = {.counter = 0}, rx = {.counter = 0};
     pair(&tx, &rx);
     CHECK_OK(seal_record(&tx, AAD, sizeof(AAD), p, sizeof(p), rec));
     rec[spots[k]] ^= 0x01;
     expect_refused(&rx, AAD, rec, sizeof(p), spots[k] >= 40 && spots[k] < 48 ? "due" : "failed authentication");
     rec[spots[k]] ^= 0x01; /* the genuine record after a failure: the connection is over */
     expect_refused(&rx, AAD, rec, sizeof(p), "unusable");
+    seal_clear(&tx), seal_clear(&rx);
   }
-  struct seal tx, rx;
+  struct seal tx = {.counter = 0}, rx = {.counter = 0};
   pair(&tx, &rx);
   uint8_t aad2[16];
   memcpy(aad2, AAD, sizeof(aad2));
   aad2[4] ^= 1; /* the clear header says another tag */
   CHECK_OK(seal_record(&tx, AAD, sizeof(AAD), p, sizeof(p), rec));
   expect_refused(&rx, aad2, rec, sizeof(p), "failed authentication");
+  seal_clear(&tx), seal_clear(&rx);
 }
 
 static void replayed_reordered(void) {
-  struct seal tx, rx;
+  struct seal tx = {.counter = 0}, rx = {.counter = 0};
   pair(&tx, &rx);
   uint8_t p[8] = {1}, r0[8 + SEAL_OVERHEAD], r1[8 + SEAL_OVERHEAD], out[8];
   CHECK_OK(seal_record(&tx, AAD, sizeof(AAD), p, 8, r0));
@@ -99,11 +102,13 @@ static void replayed_reordered(void) {
   CHECK_OK(seal_record(&tx, AAD, sizeof(AAD), p, 8, r1));
   memset(r1 + 8, 0, SEAL_COUNTER_BYTES);
   expect_refused(&rx, AAD, r1, 8, "failed authentication");
+  seal_clear(&tx), seal_clear(&rx);
 }
 
 static void wrong_key(void) {
   uint8_t p[16] = {3}, rec[16 + SEAL_OVERHEAD];
-  struct seal tx, rx, other_rx, back_rx, self_rx;
+  struct seal tx = {.counter = 0}, rx = {.counter = 0}, other_rx = {.counter = 0}, back_rx = {.counter = 0},
+              self_rx = {.counter = 0};
   pair(&tx, &rx);
   CHECK_OK(seal_record(&tx, AAD, sizeof(AAD), p, 16, rec));
   uint8_t nonce2[16] = {9, 9, 8}; /* another connection: another server nonce */
@@ -117,11 +122,11 @@ static void wrong_key(void) {
   /* reflected to the client: its rx key is the other direction's */
   CHECK_OK(seal_derive(KEY, HELLO, sizeof(HELLO), NONCE, sizeof(NONCE), SEAL_CLIENT, NULL, &self_rx));
   expect_refused(&self_rx, AAD, rec, 16, "failed authentication");
-  struct seal none;
-  memset(&none, 0, sizeof(none));
+  struct seal none = {.counter = 0};
   CHECK(seal_record(&none, NULL, 0, p, 16, rec) != mscclppSuccess);
   seal_clear(&tx);
   CHECK(seal_record(&tx, NULL, 0, p, 16, rec) != mscclppSuccess);
+  seal_clear(&rx), seal_clear(&other_rx), seal_clear(&back_rx), seal_clear(&self_rx);
 }
 
 int main(void) {
