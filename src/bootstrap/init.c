@@ -245,6 +245,7 @@ void bootstrap_destroy(struct bootstrap* b) {
   for (int i = 0; b->send_seals && i < b->nranks; i++) seal_clear(&b->send_seals[i]);
   free(b->send_seals);
   seal_clear(&b->ring_tx);
+  free(b->ring_buf);
   seal_clear(&b->ring_rx);
   for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_destroy(&b->send_mu[i]);
   pthread_mutex_destroy(&b->mu);

@@ -72,6 +72,8 @@ struct bootstrap {
    * before it uses ring_next_fd), ring_rx opens what comes from rank-1 (set by the progress thread
    * under mu with ring_prev_fd). Then only the ring code uses them (like the ring's data). */
   struct seal ring_tx, ring_rx;
+  uint8_t* ring_buf; /* the ring code's buffer for sealed bodies (ring.c), ring_buf_cap bytes */
+  size_t ring_buf_cap;
   uint32_t ring_seq; /* allgathers and barriers done, to catch mismatched calls */
 
   pthread_mutex_t mu;

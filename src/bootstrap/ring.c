@@ -175,8 +175,15 @@ static mscclppResult_t step(struct bootstrap* b, struct xfer* x, uint64_t deadli
       return MPP_ERRNO(mscclppSystemError, errno, "bootstrap ring: poll");
     }
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) MPP_CHECK(next_readable(b, x, total, &watch_next));
-    if ((p[0].revents & POLLOUT) && x->sdone < total) MPP_CHECK(step_send(b, x));
-    if (p[1].revents && x->rdone < total) MPP_CHECK(step_recv(b, x));
+    /* Each goes on while it makes progress: a frame's header and sealed body without another poll. */
+    for (size_t was = SIZE_MAX; (p[0].revents & POLLOUT) && x->sdone < total && x->sdone != was;) {
+      was = x->sdone;
+      MPP_CHECK(step_send(b, x));
+    }
+    for (size_t was = SIZE_MAX; p[1].revents && x->rdone < total && x->rdone != was;) {
+      was = x->rdone;
+      MPP_CHECK(step_recv(b, x));
+    }
   }
   return mscclppSuccess;
 }
@@ -235,27 +242,34 @@ static mscclppResult_t ring_fail(struct bootstrap* b, const struct xfer* x, mscc
 }
 
 /* Buffers for one operation's sealed bodies (what goes out, what comes in): on the stack when
- * small (barriers, small allgathers), else allocated. */
+ * small (barriers, small allgathers), else b's kept buffer (ring code only), reused by later
+ * operations up to RING_KEEP_BYTES (fresh pages each time would cost more than the sealing). */
 #define SEALED_INLINE 512
+#define RING_KEEP_BYTES ((size_t)64 << 20)
 struct sealed {
   uint8_t inline_buf[2][SEALED_INLINE];
   uint8_t *out, *in;
 };
-static mscclppResult_t sealed_get(struct sealed* s, size_t bpr) {
-  if (bpr + SEAL_OVERHEAD <= SEALED_INLINE) {
+static mscclppResult_t sealed_get(struct bootstrap* b, struct sealed* s, size_t bpr) {
+  size_t one = bpr + SEAL_OVERHEAD;
+  if (one <= SEALED_INLINE) {
     s->out = s->inline_buf[0], s->in = s->inline_buf[1];
     return mscclppSuccess;
   }
-  s->out = malloc(bpr + SEAL_OVERHEAD);
-  s->in = malloc(bpr + SEAL_OVERHEAD);
-  if (s->out && s->in) return mscclppSuccess;
-  free(s->out), free(s->in);
-  s->out = s->in = NULL;
-  return MPP_ERR(mscclppSystemError, "bootstrap ring: no memory to seal %zu bytes", bpr);
+  if (b->ring_buf_cap < 2 * one) {
+    free(b->ring_buf);
+    b->ring_buf = malloc(2 * one);
+    b->ring_buf_cap = b->ring_buf ? 2 * one : 0;
+    if (!b->ring_buf) return MPP_ERR(mscclppSystemError, "bootstrap ring: no memory to seal %zu bytes", bpr);
+  }
+  s->out = b->ring_buf, s->in = b->ring_buf + one;
+  return mscclppSuccess;
 }
-static void sealed_put(struct sealed* s) {
-  if (s->out == s->inline_buf[0]) return;
-  free(s->out), free(s->in);
+static void sealed_put(struct bootstrap* b) {
+  if (b->ring_buf_cap <= RING_KEEP_BYTES) return;
+  free(b->ring_buf);
+  b->ring_buf = NULL;
+  b->ring_buf_cap = 0;
 }
 
 /* Step s of an allgather: seals slot `from` (header as associated data) for rank+1, moves the
@@ -283,24 +297,21 @@ static mscclppResult_t ring_allgather(struct bootstrap* b, uint8_t* data, size_t
     pthread_mutex_unlock(&b->mu);
     return res;
   }
+  MPP_CHECK(ring_enter(b, op));
   struct sealed sb;
-  MPP_CHECK(sealed_get(&sb, bpr));
-  mscclppResult_t res = ring_enter(b, op);
-  if (res != mscclppSuccess) {
-    sealed_put(&sb);
-    return res;
-  }
+  mscclppResult_t res = sealed_get(b, &sb, bpr);
   int n = b->nranks, r = b->rank;
   int32_t tag = (int32_t)(++b->ring_seq & 0x7fffffff);
   uint64_t deadline = boot_deadline(b);
   struct xfer x;
+  x = (struct xfer){.eof_from = -1};
   for (int s = 0; s < n - 1 && res == mscclppSuccess; s++) {
     x = (struct xfer){.size = bpr + SEAL_OVERHEAD, .plain = bpr, .tag = tag, .eof_from = -1};
     const uint8_t* from = data ? data + (size_t)((r - s + n) % n) * bpr : NULL;
     uint8_t* to = data ? data + (size_t)((r - s - 1 + n) % n) * bpr : NULL;
     res = ring_step(b, &x, &sb, from, to, deadline);
   }
-  sealed_put(&sb);
+  sealed_put(b);
   if (res != mscclppSuccess) {
     res = ring_fail(b, &x, res, op);
   } else if (x.next_left) { /* now that the operation is done, the ring is over */
