@@ -96,7 +96,7 @@ static void peer_lost_as(struct bootstrap* b, int i, const char* why, uint8_t ma
     log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap rank %d: connection from rank %d ended mid-message: %s", b->rank,
             c->peer, why);
   pthread_mutex_lock(&b->mu);
-  b->peer_gone[c->peer] = mark;
+  if (b->peer_gone[c->peer] < mark) b->peer_gone[c->peer] = mark; /* a failed record stays the reason */
   pthread_cond_broadcast(&b->cv);
   pthread_mutex_unlock(&b->mu);
   conn_drop(b, i);
