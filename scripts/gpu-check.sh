@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # The one-call GPU check: on a machine with GPUs, run every GPU test (the built-in collectives'
 # coll_gpu_* included) and the key measurements (allreduce, allgather, reducescatter, alltoall at
-# 8 B .. 1 GiB against NCCL from the same run, mscclpp-perf -G; the copy-engine variants at 16 MiB ..
-# 1 GiB; execution plans against the built-in allreduce; mscclpp-primbench --sweep) from a build
+# 8 B .. 1 GiB against NCCL from the same run, mscclpp-perf -G; execution plans against the built-in allreduce; mscclpp-primbench --sweep) from a build
 # made elsewhere (carried in BUILD), write full logs under $OUT (or ./gpu-logs), and print a short
 # table last. On one GPU, MSCCLPP_TEST_SHARE_GPUS=1 runs the multi-rank tests with ranks sharing it
 # (correctness only; the bulk tests take minutes), the plans' rows time one rank, and primbench and
 # the LL kernels (forced) run on one rank.
 #   scripts/gpu-check.sh [BUILD]     (BUILD: a build dir, or a copy from scripts/gpu-bundle.sh)
 # Parts can be left out or narrowed to fit a device call: GPU_CHECK_TESTS (a ctest -R filter),
-# GPU_CHECK_PERF=0 (no NCCL comparison or copy-engine rows), GPU_CHECK_PLANS=0, GPU_CHECK_PRIM=0;
+# GPU_CHECK_PERF=0 (no NCCL comparison), GPU_CHECK_PLANS=0, GPU_CHECK_PRIM=0;
 # GPU_CHECK_TUNE=1 adds mscclpp-tune's re-made tuning/algo.tsv; GPU_CHECK_TEST_TIMEOUT and
 # GPU_CHECK_PERF_TIMEOUT bound each test / benchmark run.
 set -uo pipefail
@@ -91,11 +90,6 @@ if [ "$ngpus" -ge 2 ] && [ "${GPU_CHECK_PERF:-1}" != 0 ]; then
   for coll in allreduce allgather reducescatter alltoall; do
     perf "$coll-small" "$coll" 8,1K,64K,1M,16M -n 20 -w 5 -G 20 -c 1
     perf "$coll-large" "$coll" 256M,1G -n 10 -w 2 -G 3 -c 0
-  done
-  # The copy-engine variants forced (captured calls; their correctness is coll_gpu_ce_*'s), to
-  # place them in tuning/algo.tsv beside the SM kernels above.
-  for coll in allreduce allgather reducescatter alltoall; do
-    MSCCLPP_ALGO=gpu_${coll}_ce label="$coll/ce" perf "ce-$coll" "$coll" 16M,256M,1G -n 10 -w 2 -G 3 -c 0
   done
 fi
 

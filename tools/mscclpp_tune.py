@@ -8,7 +8,7 @@ for exactly this number of ranks (or writes them into the table with --update, a
 they replace, with a comment saying where and when they were measured). With --dtype the runs use
 that datatype (float otherwise) and the rules serve it alone (algo.tsv's datatype column): they go
 ahead of the rules for every datatype, which a later run without --dtype keeps behind them.
-On GPU ranks the captured-only algorithms (zero copy, copy engine) are timed too (every run is
+On GPU ranks the captured-only algorithms (zero copy) are timed too (every run is
 CUDA-graph timed, i.e. captured): where one of them is the fastest of all, a rule with both bounds
 names it ahead of the others; the selection skips such rules for calls outside capture, which
 then take the fastest of the other algorithms (--no-captured leaves them out).

@@ -50,10 +50,6 @@ static const struct algo_desc registry[] = {
     ZC_ROW("gpu_allgather_zc", gpu_coll_zc, ALGO_COLL_ALLGATHER),
     ZC_ROW("gpu_reducescatter_zc", gpu_coll_zc, ALGO_COLL_REDUCESCATTER),
     ZC_ROW("gpu_alltoall_zc", gpu_coll_zc, ALGO_COLL_ALLTOALL),
-    ZC_ROW("gpu_allreduce_ce", gpu_coll_ce, ALGO_COLL_ALLREDUCE),
-    ZC_ROW("gpu_allgather_ce", gpu_coll_ce, ALGO_COLL_ALLGATHER),
-    ZC_ROW("gpu_reducescatter_ce", gpu_coll_ce, ALGO_COLL_REDUCESCATTER),
-    ZC_ROW("gpu_alltoall_ce", gpu_coll_ce, ALGO_COLL_ALLTOALL),
 #undef ZC_ROW
 #undef GPU_ROW
 };

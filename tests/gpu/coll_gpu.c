@@ -11,7 +11,8 @@
  *                        and replayed once (in-place alltoall and premulsum take the bulk path);
  *                        the communicator's first collective is captured (its setup with it)
  *                        zcg: zc on a blocking stream captured in global mode (the strictest)
- *                        ce: the copy-engine algorithms, captured like zc (4 KiB pipeline steps)
+ *                        zcw / zcwc / zcr: zc eagerly on windows (zcwc: checked) / registered buffers
+ *                        st / stg / stp: the staged algorithms eager / captured / with a small stage
  * Exits 77 without CUDA or with fewer GPUs than local ranks. */
 #include <stdint.h>
 #include <stdio.h>
@@ -249,16 +250,8 @@ int main(int argc, char** argv) {
     if (strcmp(variant, "stp") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
     g.graph = strcmp(variant, "stg") == 0;
     g.staged = 1;
-  } else if (strcmp(variant, "cew") == 0) {
-    setenv("MSCCLPP_ALGO", "gpu_allreduce_ce,gpu_allgather_ce,gpu_reducescatter_ce,gpu_alltoall_ce", 1);
-    setenv("MSCCLPP_ALGO_GPU_CE_CHUNK", "4096", 1);
-    g.windows = 1;
-  } else if (strcmp(variant, "ce") == 0) {
-    setenv("MSCCLPP_ALGO", "gpu_allreduce_ce,gpu_allgather_ce,gpu_reducescatter_ce,gpu_alltoall_ce", 1);
-    setenv("MSCCLPP_ALGO_GPU_CE_CHUNK", "4096", 1); /* several pipeline steps at small sizes */
-    g.graph = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, ce, cew)", variant);
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp)", variant);
   }
   init();
   mscclppWindow_t wins[2] = {NULL, NULL};
@@ -281,11 +274,7 @@ int main(int argc, char** argv) {
   const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 || g.graph || g.windows || g.registered || g.staged ? big : small;
   uint64_t zc_seen = 0;
   int ndt = gpu_rank_env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
-  /* ce starts with allgather: its state is made without the reductions' buffer, which the first
-   * reduction then adds. */
-  int first = strncmp(variant, "ce", 2) == 0 ? ALGO_COLL_ALLGATHER : 0;
-  for (int i = 0; i < ALGO_COLL_SENDRECV; i++) {
-    int coll = (i + first) % ALGO_COLL_SENDRECV;
+  for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
     int allreduce_only = strcmp(variant, "ll2") == 0 || strcmp(variant, "bulk1") == 0;
     if (allreduce_only && coll != ALGO_COLL_ALLREDUCE) continue;
     for (int di = 0; di < ndt; di++)

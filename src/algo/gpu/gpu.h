@@ -86,13 +86,10 @@ struct gx_zc {
   int staged; /* 1: a staged call (stage.c): peer_src / peer_dst of the peers are their stages */
 };
 
-struct gpu_ce;
-
 struct gpu_net {
   struct gpu_dev d;
   struct ubuf_cache ub; /* the users' buffers of zero-copy calls (zc.c) */
-  uint64_t graph_launches; /* zero-copy / copy-engine calls launched (tests check captured calls took them) */
-  struct gpu_ce* ce;       /* the copy-engine collectives' streams and buffer (ce.c), made on first use */
+  uint64_t graph_launches; /* zero-copy and staged calls launched (tests check the calls took them) */
   mscclppConnection_t conn[GPU_MAX_RANKS];
   mscclppRegMem_t scratch_reg;
   mscclppRegMem_t peer_scratch[GPU_MAX_RANKS];
@@ -153,17 +150,15 @@ mscclppResult_t gpu_alltoall_ll(struct algo_comm* ac, const struct algo_args* a)
 mscclppResult_t gpu_alltoall_bulk(struct algo_comm* ac, const struct algo_args* a);
 /* The bulk algorithm of a collective (the graph-only families' fallback outside capture). */
 algo_run_fn gpu_bulk_of(enum algo_coll coll);
-/* The graph-only families, one entry each for allreduce, allgather, reducescatter and alltoall
- * (registry rows gpu_<collective>_zc / _ce): zero copy (zc.c) and copy engine (ce.c), for calls
- * captured into a CUDA graph; others run the collective's bulk algorithm. */
+/* The graph-only family, one entry each for allreduce, allgather, reducescatter and alltoall
+ * (registry rows gpu_<collective>_zc): zero copy (zc.c), for calls captured into a CUDA graph (or
+ * on registered windows); others run the collective's bulk algorithm. */
 mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a);
 /* The staged family (stage.c; rows gpu_<collective>_stage): the zero-copy kernel over the peers'
  * scratch, any call (eager or captured, any buffers): the parts peers read are staged in the own
  * scratch first and the parts peers write are copied out of it after. */
 mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a);
-mscclppResult_t gpu_coll_ce(struct algo_comm* ac, const struct algo_args* a);
-void gpu_ce_free(struct gpu_ce* ce);
-/* The start of a graph-only algorithm (zc, ce; zc.c): *go = 1 when it runs call a itself, with
+/* The start of the graph-only algorithm (zc.c): *go = 1 when it runs call a itself, with
  * *g the GPU state, z every rank's buffers as mapped here and p the call's exchange plans
  * (gpu_plans, two-phase for allreduce) (for captured calls or calls on registered windows,
  * non-empty and no premulsum reduction; captured calls off windows swap their buffers'
@@ -171,12 +166,6 @@ void gpu_ce_free(struct gpu_ce* ce);
  * an in-place alltoall, agreed in the swap). */
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
                                      struct gx_zc* z, struct gx_plan p[2], int* go);
-/* The copy-engine kernels (ce.cu): a signal/wait round with every peer on block 0's channels, and
- * dst = reduction of srcs[0..n) (rank order) over bytes, a local kernel. */
-mscclppResult_t gpu_launch_ce_round(const struct gpu_dev* d, void* stream);
-mscclppResult_t gpu_launch_ce_reduce(int dtype, int op, char* dst, const char* const* srcs, int n, uint64_t bytes,
-                                     void* stream);
-mscclppResult_t gpu_preload_ce(void);
 /* The plans of collective a on rank `rank` of nranks (1, or 2 for a two-phase allreduce: reduce-
  * scatter, then allgather); pure, for the run functions and the CPU-side plan test. */
 int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]);

@@ -134,7 +134,6 @@ static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
   MPP_CHECK(gpu_preload_ll());
   MPP_CHECK(gpu_preload_bulk());
   MPP_CHECK(gpu_preload_zc());
-  MPP_CHECK(gpu_preload_ce());
   LOG_INFO_(LOG_SUB_ALGO, "GPU collectives: %d ranks, LL inbox %llu B, bulk inbox %llu B, %d blocks", ac->nranks,
             (unsigned long long)g->d.ll_slot, (unsigned long long)g->d.bulk_slot, g->d.nblocks);
   return mscclppSuccess;
@@ -179,7 +178,6 @@ void gpu_net_free(struct gpu_net* g) {
   if (g->dev >= 0) cudaSetDevice(g->dev);
   cudaDeviceSynchronize();
   ubuf_fini(&g->ub);
-  gpu_ce_free(g->ce);
   if (g->d.chans) cudaFree(g->d.chans);
   if (g->d.flag) cudaFree(g->d.flag);
   for (int q = 0; q < GPU_MAX_RANKS; q++)
