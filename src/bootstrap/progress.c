@@ -227,9 +227,18 @@ static int grow_payload(struct bootstrap* b, int i) {
   return 1;
 }
 
-/* Reads what conn i has, stepping through hello, header and payload until the socket is empty.
- * Returns after conn i was removed or would block. */
+/* Bytes one conn_read call takes before it returns to the progress round: a peer streaming
+ * without pause (a receiver draining the queue as fast as it fills) would otherwise keep the thread
+ * here, and the ring's heartbeats and liveness checks would stop (the peers would then see this
+ * rank as silent). */
+#define CONN_READ_BUDGET (4u << 20)
+
+/* Reads what conn i has, stepping through hello, header and payload until the socket is empty or
+ * CONN_READ_BUDGET bytes were read. Returns after conn i was removed, would block, or used its
+ * budget when the next step needs more bytes (never with a complete message or header unhandled:
+ * the next poll wakes for this connection only when bytes are there). */
 static void conn_read(struct bootstrap* b, int i) {
+  size_t budget = CONN_READ_BUDGET;
   for (;;) {
     struct boot_conn* c = &b->conns[i];
     uint8_t* dst;
@@ -246,6 +255,7 @@ static void conn_read(struct bootstrap* b, int i) {
       if (c->got == c->msg->cap && !grow_payload(b, i)) return;
       dst = c->msg->data + c->got, want = c->msg->cap - c->got;
     }
+    if (want && budget == 0) return; /* only before a read: what is complete is finished first */
     ssize_t n = want ? recv(c->fd, dst, want, MSG_DONTWAIT) : 0;
     if (want && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (want && n <= 0) {
@@ -253,6 +263,7 @@ static void conn_read(struct bootstrap* b, int i) {
       return refuse(b, i, "hung up before finishing its hello");
     }
     c->got += (size_t)n;
+    budget = (size_t)n < budget ? budget - (size_t)n : 0;
     if (c->peer < 0 && !c->proving && c->got == WIRE_HELLO_BYTES) {
       if (hello_check(b, i)) return;
     } else if (c->peer < 0 && c->proving && c->got == AUTH_PROOF_BYTES) {
