@@ -4,8 +4,8 @@
 # datatype and operator, in and out of place, counts that divide by no world size; a small scratch
 # makes 999 elements loop through the pipeline. Each test a few seconds under ASan.
 set(_coll_hier_dir ${CMAKE_CURRENT_LIST_DIR})
-set(_hier_forced "MSCCLPP_ALGO=cpu_allreduce_hier,cpu_allgather_hier,cpu_reducescatter_hier,cpu_broadcast_hier")
-set(_hier_colls allreduce,allgather,reducescatter,broadcast)
+set(_hier_forced "MSCCLPP_ALGO=cpu_allreduce_hier,cpu_allgather_hier,cpu_reducescatter_hier,cpu_broadcast_hier,cpu_alltoall_hier")
+set(_hier_colls allreduce,allgather,reducescatter,broadcast,alltoall)
 # coll_hier_test(NAME NRANKS MAP ENV ARGS...)
 function(coll_hier_test name nranks map env)
   mpp_mp_test(coll_check NRANKS ${nranks} TESTNAME ${name} ARGS -M ${map} ${ARGN} SOURCES ${_coll_hier_dir}/coll_check.c)

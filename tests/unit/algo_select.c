@@ -134,7 +134,7 @@ int main(void) {
   for (int c = 0; c < ALGO_COLL_SENDRECV; c++)
     for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes <<= 4) {
       int has_hier = (c == ALGO_COLL_ALLREDUCE && bytes > 8192) || c == ALGO_COLL_ALLGATHER || c == ALGO_COLL_REDUCESCATTER ||
-                     c == ALGO_COLL_BROADCAST;
+                     c == ALGO_COLL_BROADCAST || c == ALGO_COLL_ALLTOALL;
       const struct algo_desc* one = NULL, * two = NULL;
       CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 1, bytes, 7, 0, &one));
       CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 8, 2, bytes, 7, 0, &two));
