@@ -13,9 +13,9 @@
  * hosts of L ranks each rank sends (n-L)/n S of an S-byte buffer across either way) but they go in
  * fewer, larger messages: per pipeline step a rank sends H-1 bundles of L chunks across instead of
  * n-L single chunks (L times fewer). A step moves chunk / (B es) elements of each block, B the
- * largest message in blocks (max over hosts of size(h) and |D(c)| <= sum over g of
- * ceil(size(g) / size(h))), so every message fits a slot; a call of count * B * es <= chunk bytes
- * per block is one step. Uneven hosts: a carrier of a small host carries several ranks of a larger
+ * largest message in blocks (max over hosts of size(h) and, where size(h) > 1, |D(c)| <= sum over
+ * g of ceil(size(g) / size(h))), so every message fits a slot; a call of count * B * es <= chunk
+ * bytes is one step. Hosts of one rank each (B = 1) make it cpu_alltoall_direct's exchange. Uneven hosts: a carrier of a small host carries several ranks of a larger
  * one, and ranks of a larger host beyond the smaller's size carry nothing to it.
  *
  * In place needs no care: a step reads the chunks of every input block (sends of step 1, bundles of
@@ -54,11 +54,12 @@ static int ncarried(const struct cpu_hier* x, int h, int c) {
   return k;
 }
 
-/* B: the most blocks of any message of the layout (the same on every rank). */
+/* B: the most blocks of any message of the layout (the same on every rank); a host of one rank
+ * sends no step-1 message. */
 static int most_blocks(const struct cpu_hier* x) {
   int b = 1;
   for (int h = 0; h < x->nhosts; h++) {
-    int d = ncarried(x, h, 0); /* local index 0 carries the most */
+    int d = hier_size(x, h) > 1 ? ncarried(x, h, 0) : 1; /* local index 0 carries the most */
     if (d > b) b = d;
     if (hier_size(x, h) > b) b = hier_size(x, h);
   }
