@@ -12,14 +12,16 @@
  * Bytes across hosts do not drop (every block must cross once, as in cpu_alltoall_direct: with H
  * hosts of L ranks each rank sends (n-L)/n S of an S-byte buffer across either way) but they go in
  * fewer, larger messages: per pipeline step a rank sends H-1 bundles of L chunks across instead of
- * n-L single chunks (L times fewer). A step moves chunk / (B es) elements of each block, B the
+ * n-L single chunks (L times fewer; hosts of L ranks each). A step moves chunk / (B es) elements of each block, B the
  * largest message in blocks (max over hosts of size(h) and, where size(h) > 1, |D(c)| <= sum over
  * g of ceil(size(g) / size(h))), so every message fits a slot; a call of count * B * es <= chunk
- * bytes is one step. Hosts of one rank each (B = 1) make it cpu_alltoall_direct's exchange. Uneven hosts: a carrier of a small host carries several ranks of a larger
- * one, and ranks of a larger host beyond the smaller's size carry nothing to it.
+ * bytes is one step. Hosts of one rank each (B = 1) make it cpu_alltoall_direct's exchange.
+ * Uneven hosts: a carrier of a small host carries several ranks of a larger one, and ranks of a
+ * larger host beyond the smaller's size carry nothing to it.
  *
- * In place needs no care: a step reads the chunks of every input block (sends of step 1, bundles of
- * step 2) before it writes any output chunk (after the step-1 sends; remote blocks in step 2).
+ * In place needs no care: the output chunk of rank q's block is written only after the input chunk
+ * at the same place was read (q of this host: by the step-1 sends; remote q: in step 2, after every
+ * bundle went out).
  * When a slot cannot hold one element of B blocks (a tiny MSCCLPP_ALGO_CPU_SCRATCH for the layout),
  * every rank runs cpu_alltoall_direct instead (the same decision on every rank). */
 #include <string.h>
@@ -142,7 +144,8 @@ static mscclppResult_t recv_bundles(struct a2a* c) {
     struct chunk_hdr want = step_hdr(c, Lg);
     const struct chunk_hdr* got;
     MPP_CHECK(cpu_recv(net, pipe, &want, &got));
-    for (int p = 0; p < Lg; p++) memcpy(out_chunk(c, hier_rank(c->x, g, p)), (const char*)chunk_data(got) + (size_t)p * cb, cb);
+    const char* in = chunk_data(got);
+    for (int p = 0; p < Lg; p++) memcpy(out_chunk(c, hier_rank(c->x, g, p)), in + (size_t)p * cb, cb);
     MPP_CHECK(cpu_recv_done(net, pipe));
   }
   return mscclppSuccess;
