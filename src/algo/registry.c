@@ -24,6 +24,7 @@ static const struct algo_desc registry[] = {
     {.name = "cpu_reducescatter_hier", .coll = ALGO_COLL_REDUCESCATTER, .kind = mscclppRankCpu,
      .run = cpu_reducescatter_hier},
     {.name = "cpu_broadcast_hier", .coll = ALGO_COLL_BROADCAST, .kind = mscclppRankCpu, .run = cpu_broadcast_hier},
+    {.name = "cpu_alltoall_hier", .coll = ALGO_COLL_ALLTOALL, .kind = mscclppRankCpu, .run = cpu_alltoall_hier},
 #define GPU_ROW(n, c) {.name = #n, .coll = c, .kind = mscclppRankGpu, .run = n}
     GPU_ROW(gpu_allreduce_bulk, ALGO_COLL_ALLREDUCE),
     GPU_ROW(gpu_allreduce_ll1, ALGO_COLL_ALLREDUCE),

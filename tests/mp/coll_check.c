@@ -176,9 +176,10 @@ static void check_selection(mscclppComm_t comm, const struct opts* o) {
   int hier = strcmp(o->want, "hier") == 0;
   if (!hier && strcmp(o->want, "flat") != 0) TEST_FAIL("-S takes hier or flat, not '%s'", o->want);
   for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
-    if (!(o->colls >> coll & 1) || coll == ALGO_COLL_REDUCE || coll == ALGO_COLL_ALLTOALL)
+    if (!(o->colls >> coll & 1) || coll == ALGO_COLL_REDUCE)
       continue;
     for (size_t bytes = (size_t)64 << 10; bytes <= ((size_t)64 << 20); bytes <<= 10) {
+      if (coll == ALGO_COLL_ALLTOALL && bytes > ((size_t)1 << 20)) continue; /* hier up to 1 MiB (tuning/algo.tsv) */
       const struct algo_desc* d = NULL;
       CHECK_OK(algo_select((enum algo_coll)coll, mscclppRankCpu, ac->nranks, ac->nhosts, bytes, 7, 0, &d));
       const char* s = d ? strstr(d->name, "_hier") : NULL;

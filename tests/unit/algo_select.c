@@ -129,12 +129,12 @@ int main(void) {
     CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 1, 4096, 7, 1, &d)); /* captured: any GPU algorithm */
     CHECK(d != NULL && d->kind == mscclppRankGpu && d->coll == (enum algo_coll)c);
   }
-  /* CPU ranks: the hierarchical algorithms across hosts (allreduce: above all-pairs' 8 KiB), never on
-   * one host. */
+  /* CPU ranks: the hierarchical algorithms across hosts (allreduce: above all-pairs' 8 KiB; alltoall:
+   * up to 1 MiB), never on one host. */
   for (int c = 0; c < ALGO_COLL_SENDRECV; c++)
     for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes <<= 4) {
       int has_hier = (c == ALGO_COLL_ALLREDUCE && bytes > 8192) || c == ALGO_COLL_ALLGATHER || c == ALGO_COLL_REDUCESCATTER ||
-                     c == ALGO_COLL_BROADCAST;
+                     c == ALGO_COLL_BROADCAST || (c == ALGO_COLL_ALLTOALL && bytes <= ((size_t)1 << 20));
       const struct algo_desc* one = NULL, * two = NULL;
       CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 4, 1, bytes, 7, 0, &one));
       CHECK_OK(algo_select((enum algo_coll)c, mscclppRankCpu, 8, 2, bytes, 7, 0, &two));

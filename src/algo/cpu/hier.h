@@ -5,13 +5,13 @@
  * Layout: hosts are numbered in the order of their lowest rank; a rank's local index is its place
  * among its host's ranks in rank order. Hosts may differ in size: every algorithm serves any
  * layout (ranks of a larger host beyond the smallest host's size take no part in the cross-host
- * steps of allreduce; in allgather and reducescatter rank l of host h pairs with local index
+ * steps of allreduce; in allgather, reducescatter and alltoall rank l of host h pairs with local index
  * l mod size(g) on host g).
  *
  * Every algorithm is a sequence of steps that every rank runs in the same order; in a step a rank
  * sends at most one chunk per pipe and then receives and acknowledges what the step brings it (a
- * reducer may send its result, reduced straight into the send slot, before acknowledging its
- * inputs: that send waits only for an ack two chunks back on its pipe, which the receiver gave in
+ * reducer may send its result, reduced straight into the send slot, and alltoall's carrier its
+ * bundles, before acknowledging their inputs: that send waits only for an ack two chunks back on its pipe, which the receiver gave in
  * an earlier step). This is net.h's deadlock-freedom rule, kept for uneven hosts too. */
 #ifndef MPP_ALGO_CPU_HIER_H_
 #define MPP_ALGO_CPU_HIER_H_
@@ -58,5 +58,6 @@ mscclppResult_t cpu_allreduce_hier(struct algo_comm* ac, const struct algo_args*
 mscclppResult_t cpu_allgather_hier(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t cpu_reducescatter_hier(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t cpu_broadcast_hier(struct algo_comm* ac, const struct algo_args* a);
+mscclppResult_t cpu_alltoall_hier(struct algo_comm* ac, const struct algo_args* a);
 
 #endif /* MPP_ALGO_CPU_HIER_H_ */
