@@ -164,6 +164,9 @@ mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a);
  * non-empty and no premulsum reduction; captured calls off windows swap their buffers'
  * registrations with every peer: a collective step); *go = 0 when the bulk sibling runs it instead (also when some rank's call is
  * an in-place alltoall, agreed in the swap). */
+/* Bytes per block of a zero-copy or staged launch whose largest part is maxlen: at least
+ * MSCCLPP_ALGO_GPU_ZC_CHUNK, more so that at most nblocks blocks cover the part; a multiple of 16. */
+uint64_t gpu_zc_chunk(const struct gpu_net* g, uint64_t maxlen);
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
                                      struct gx_zc* z, struct gx_plan p[2], int* go);
 /* The plans of collective a on rank `rank` of nranks (1, or 2 for a two-phase allreduce: reduce-

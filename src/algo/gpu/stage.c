@@ -20,7 +20,6 @@
 #include "algo/gpu/gpu.h"
 #include "util/err.h"
 #include "util/log.h"
-#include "util/param.h"
 
 #if MSCCLPP_HAVE_CUDA
 
@@ -31,15 +30,6 @@ static uint64_t stage_bytes(const struct gpu_net* g) { return 2ull * (uint64_t)g
 static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args* a) {
   uint64_t b = (uint64_t)a->count * a->es, n = (uint64_t)ac->nranks;
   return a->coll == ALGO_COLL_ALLREDUCE ? b : b * n;
-}
-
-/* Bytes per block: the zero-copy floor, more when the blocks would not cover the part. */
-static uint64_t stage_chunk(const struct gpu_net* g, uint64_t maxlen) {
-  int64_t floor = param_int(PARAM_ALGO_GPU_ZC_CHUNK);
-  uint64_t c = floor < 16 ? 16 : (uint64_t)floor;
-  uint64_t need = (maxlen + (uint64_t)g->d.nblocks - 1) / (uint64_t)g->d.nblocks;
-  if (need > c) c = need;
-  return (c + 15) / 16 * 16;
 }
 
 /* One staged launch of call a (its staged buffer fits the stage). */
@@ -53,7 +43,7 @@ static mscclppResult_t stage_launch(struct gpu_net* g, const struct algo_comm* a
   z.peer_dst[ac->rank] = (char*)a->recv;
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
   z.staged = 1;
-  z.chunk = stage_chunk(g, p[0].maxlen);
+  z.chunk = gpu_zc_chunk(g, p[0].maxlen);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
   g->graph_launches++;
   return mscclppSuccess;

@@ -184,8 +184,7 @@ static mscclppResult_t zc_peers(struct gpu_net* g, struct algo_comm* ac, const s
   return mscclppSuccess;
 }
 
-/* Bytes per block: the parameter's floor, more when the blocks would not cover the part. */
-static uint64_t zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
+uint64_t gpu_zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
   int64_t floor = param_int(PARAM_ALGO_GPU_ZC_CHUNK);
   uint64_t c = floor < 16 ? 16 : (uint64_t)floor;
   uint64_t need = (maxlen + (uint64_t)g->d.nblocks - 1) / (uint64_t)g->d.nblocks;
@@ -216,7 +215,7 @@ mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a) {
   MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, p, &go));
   if (!go) return gpu_bulk_of(a->coll)(ac, a);
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
-  z.chunk = zc_chunk(g, p[0].maxlen);
+  z.chunk = gpu_zc_chunk(g, p[0].maxlen);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
   g->graph_launches++;
   return mscclppSuccess;
