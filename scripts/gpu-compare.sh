@@ -3,7 +3,9 @@
 #   scripts/gpu-compare.sh BUILD COLL:ALGO[:G] ...   (ALGO "table": the selection table's choice;
 #                                                      G: CUDA-graph replays, default 0 = eager)
 # SIZES (default 64K,256K,1M,4M,16M,64M,256M). Logs under $OUT; a table of time (us, out of place)
-# and NCCL / ours per size last.
+# and NCCL / ours per size last. XHOSTS=H: the ranks act as H hosts (rank r on host r*H/n: our
+# MSCCLPP_HOSTID and NCCL's NCCL_HOSTID), NCCL between them on its socket transport over
+# NCCL_SOCKET_IFNAME (default lo) with InfiniBand off, as our tcp/net transports.
 set -uo pipefail
 build=$1; shift
 out=${OUT:-gpu-logs}
@@ -14,13 +16,18 @@ bin="$PWD/$build/bin"
 n=${NRANKS:-$(nvidia-smi -L | wc -l)}
 sizes=${SIZES:-64K,256K,1M,4M,16M,64M,256M}
 rows=()
+wrap=()
+if [ -n "${XHOSTS:-}" ]; then
+  export XHOSTS NCCL_IB_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo}
+  wrap=(bash -c 'h=xh$((MSCCLPP_RANK * XHOSTS / MSCCLPP_WORLD_SIZE)); MSCCLPP_HOSTID=$h NCCL_HOSTID=$h exec "$0" "$@"')
+fi
 for spec in "$@"; do
   IFS=: read -r coll algo graphs <<<"$spec"
   graphs=${graphs:-0}
   label="$coll-$algo-g$graphs-n$n"
   envs=()
   [ "$algo" != table ] && envs+=("MSCCLPP_ALGO=$algo")
-  env "${envs[@]}" timeout 200 "$bin/mscclpp-run" -n "$n" "$bin/mscclpp-perf" "$coll" -s "$sizes" -n 20 -w 5 -G "$graphs" -c 1 --nccl >"$out/$label.txt" 2>&1
+  env "${envs[@]}" timeout 200 "$bin/mscclpp-run" -n "$n" -- "${wrap[@]}" "$bin/mscclpp-perf" "$coll" -s "$sizes" -n 20 -w 5 -G "$graphs" -c 1 --nccl >"$out/$label.txt" 2>&1
   rc=$?
   wrong=$(awk '$1 ~ /^[0-9]+$/ && $NF != "nccl" && $NF != "ratio" && ($9 != 0 || $13 != 0)' "$out/$label.txt" | wc -l)
   rows+=("== $label (rc $rc, rows with wrong results: $wrong)")

@@ -18,6 +18,7 @@ struct mscclppComm;
 struct cpu_net;
 struct cpu_hier;
 struct gpu_net;
+struct gpu_xhost;
 
 enum algo_coll {
   ALGO_COLL_ALLREDUCE = 0,
@@ -83,6 +84,7 @@ struct algo_comm {
   struct cpu_net* net; /* CPU ranks: scratch and pipes, made on first use */
   struct cpu_hier* hier; /* CPU ranks: the host layout of the hierarchical algorithms, made on first use */
   struct gpu_net* gnet; /* GPU ranks: scratch and memory channels, made on first use (algo/gpu/gpu.h) */
+  struct gpu_xhost* xh; /* GPU ranks on several hosts: stage and host communicators (algo/gpu/xhost.h) */
   struct algo_win* wins; /* registered windows, newest first */
   struct algo_win* regs; /* buffers registered locally (mscclppCommBufferRegister; no peers), newest first */
 };

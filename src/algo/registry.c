@@ -7,6 +7,7 @@
 #include "algo/cpu/hier.h"
 #include "algo/cpu/net.h"
 #include "algo/gpu/gpu.h"
+#include "algo/gpu/xhost.h"
 
 static const struct algo_desc registry[] = {
     {.name = "cpu_allreduce_rsag", .coll = ALGO_COLL_ALLREDUCE, .kind = mscclppRankCpu, .run = cpu_allreduce_rsag},
@@ -46,6 +47,17 @@ static const struct algo_desc registry[] = {
     STAGE_ROW("gpu_reducescatter_stage", ALGO_COLL_REDUCESCATTER),
     STAGE_ROW("gpu_alltoall_stage", ALGO_COLL_ALLTOALL),
 #undef STAGE_ROW
+#define XH_ROW(n, f, c) {.name = n, .coll = c, .kind = mscclppRankGpu, .run = f}
+    XH_ROW("gpu_allreduce_hier", gpu_coll_hier, ALGO_COLL_ALLREDUCE),
+    XH_ROW("gpu_allgather_hier", gpu_coll_hier, ALGO_COLL_ALLGATHER),
+    XH_ROW("gpu_reducescatter_hier", gpu_coll_hier, ALGO_COLL_REDUCESCATTER),
+    XH_ROW("gpu_broadcast_hier", gpu_coll_hier, ALGO_COLL_BROADCAST),
+    XH_ROW("gpu_allreduce_host", gpu_coll_host, ALGO_COLL_ALLREDUCE),
+    XH_ROW("gpu_allgather_host", gpu_coll_host, ALGO_COLL_ALLGATHER),
+    XH_ROW("gpu_reducescatter_host", gpu_coll_host, ALGO_COLL_REDUCESCATTER),
+    XH_ROW("gpu_broadcast_host", gpu_coll_host, ALGO_COLL_BROADCAST),
+    XH_ROW("gpu_reduce_host", gpu_coll_host, ALGO_COLL_REDUCE),
+    XH_ROW("gpu_alltoall_host", gpu_coll_host, ALGO_COLL_ALLTOALL),
 #define ZC_ROW(n, f, c) {.name = n, .coll = c, .kind = mscclppRankGpu, .run = f, .graph_only = 1}
     ZC_ROW("gpu_allreduce_zc", gpu_coll_zc, ALGO_COLL_ALLREDUCE),
     ZC_ROW("gpu_allgather_zc", gpu_coll_zc, ALGO_COLL_ALLGATHER),

@@ -6,6 +6,7 @@
 #include "algo/cpu/hier.h"
 #include "algo/cpu/net.h"
 #include "algo/gpu/gpu.h"
+#include "algo/gpu/xhost.h"
 #include "core/comm.h"
 #include "util/err.h"
 
@@ -14,6 +15,7 @@ static void state_fini(struct mscclppComm* comm, void* state, int abort) {
   (void)comm;
   (void)abort;
   struct algo_comm* ac = state;
+  xh_free(ac->xh); /* first: its queued host steps use the CPU pipes */
   cpu_net_free(ac->net);
   cpu_hier_free(ac->hier);
   algo_win_free_all(ac);

@@ -12,3 +12,10 @@ foreach(variant ll ll2 bulk1 bulk table zc zcg zcw zcwc zcr st stg stp)
     mpp_gpu_test(coll_gpu NRANKS ${n} TESTNAME coll_gpu_${variant}_n${n} ARGS ${variant} SOURCES ${GDIR}/coll_gpu.c)
   endforeach()
 endforeach()
+# GPU ranks on 2 stand-in hosts (MSCCLPP_HOSTID; src/algo/gpu/xhost.h): 2 hosts x 2 GPUs through the
+# table (hierarchical: NVLink inside, host pipes between) eager and captured, the host family
+# forced on interleaved hosts, and 4 KiB host pieces; 2 hosts x 1 GPU (one rank per host).
+foreach(variant xh xhg xhh xhp)
+  mpp_gpu_test(coll_gpu NRANKS 4 TESTNAME coll_gpu_${variant}_n4 ARGS ${variant} SOURCES ${GDIR}/coll_gpu.c)
+endforeach()
+mpp_gpu_test(coll_gpu NRANKS 2 TESTNAME coll_gpu_xh_n2 ARGS xh SOURCES ${GDIR}/coll_gpu.c)

@@ -13,6 +13,10 @@
  *                        zcg: zc on a blocking stream captured in global mode (the strictest)
  *                        zcw / zcwc / zcr: zc eagerly on windows (zcwc: checked) / registered buffers
  *                        st / stg / stp: the staged algorithms eager / captured / with a small stage
+ *                        xh / xhg: 2 stand-in hosts (MSCCLPP_HOSTID: ranks 0..n/2-1 and the rest),
+ *                        the table's cross-host algorithms eager / captured; xhh: the host family
+ *                        forced on interleaved hosts (host = rank % 2); xhp: the table with 4 KiB
+ *                        pieces of pinned host memory (every count loops)
  * Exits 77 without CUDA or with fewer GPUs than local ranks. */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +49,7 @@ static struct {
   int windows; /* send and recv are registered windows: eager calls take the zero-copy algorithms */
   int registered; /* send and recv are local registrations: eager calls swap and take zero copy */
   int staged; /* the staged algorithms (any call) */
+  int xhost; /* ranks on 2 stand-in hosts */
   enum cudaStreamCaptureMode mode;
 } g = {.rank = -1};
 
@@ -213,6 +218,21 @@ static void run_sendrecv(size_t count) {
   CHECK_MSG(wrong == 0, "rank %d: sendrecv count %zu: %zu wrong elements", g.rank, count, wrong);
 }
 
+/* Ranks on stand-in hosts: the communicator sees 2 hosts, and every collective's choice (forced or
+ * the table's) is one of the cross-host algorithms. */
+static void check_xhost_selection(void) {
+  struct algo_comm* ac = NULL;
+  CHECK_OK(algo_comm_get(g.comm, &ac));
+  CHECK_MSG(ac->nhosts == 2, "rank %d: %d hosts, want 2 (MSCCLPP_HOSTID)", g.rank, ac->nhosts);
+  for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++)
+    for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes <<= 6) {
+      const struct algo_desc* d = NULL;
+      CHECK_OK(algo_select((enum algo_coll)coll, mscclppRankGpu, ac->nranks, ac->nhosts, bytes, 7, 0, &d));
+      CHECK_MSG(d != NULL && (strstr(d->name, "_hier") || strstr(d->name, "_host")), "rank %d: %s of %zu bytes: %s",
+                g.rank, algo_coll_name(coll), bytes, d ? d->name : "none");
+    }
+}
+
 static const int dtypes[] = {7, 9, 6, 2, 1, 8, 10, 4, 11, 3, 0, 5};
 
 int main(int argc, char** argv) {
@@ -250,8 +270,21 @@ int main(int argc, char** argv) {
     if (strcmp(variant, "stp") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
     g.graph = strcmp(variant, "stg") == 0;
     g.staged = 1;
+  } else if (strncmp(variant, "xh", 2) == 0) {
+    int r = gpu_rank_env_int("MSCCLPP_RANK", 0), n = gpu_rank_env_int("MSCCLPP_WORLD_SIZE", 1);
+    int host = strcmp(variant, "xhh") == 0 ? r % 2 : r * 2 / (n > 1 ? n : 1);
+    char id[32];
+    snprintf(id, sizeof(id), "coll-gpu-host%d", host);
+    setenv("MSCCLPP_HOSTID", id, 1);
+    if (strcmp(variant, "xhh") == 0)
+      setenv("MSCCLPP_ALGO", "gpu_allreduce_host,gpu_allgather_host,gpu_reducescatter_host,gpu_broadcast_host,"
+                             "gpu_reduce_host,gpu_alltoall_host", 1);
+    if (strcmp(variant, "xhp") == 0) setenv("MSCCLPP_ALGO_GPU_HOST_CHUNK", "4096", 1);
+    g.graph = strcmp(variant, "xhg") == 0;
+    g.xhost = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp)", variant);
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, xh, xhg, xhh, xhp)",
+              variant);
   }
   init();
   mscclppWindow_t wins[2] = {NULL, NULL};
@@ -271,7 +304,8 @@ int main(int argc, char** argv) {
   }
   static const size_t small[] = {1, 7, 1001, 12345};
   static const size_t big[] = {1, 333, 70001, 300007};
-  const size_t* counts = strcmp(variant, "table") == 0 || strncmp(variant, "bulk", 4) == 0 || g.graph || g.windows || g.registered || g.staged ? big : small;
+  if (g.xhost) check_xhost_selection();
+  const size_t* counts = strcmp(variant, "table") == 0 || g.xhost || strncmp(variant, "bulk", 4) == 0 || g.graph || g.windows || g.registered || g.staged ? big : small;
   uint64_t zc_seen = 0;
   int ndt = gpu_rank_env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
   for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
@@ -282,7 +316,7 @@ int main(int argc, char** argv) {
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
-    if ((g.graph || g.windows || g.registered || g.staged) && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
+    if (!g.xhost && (g.graph || g.windows || g.registered || g.staged) && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
       uint64_t z = zc_launches();
       CHECK_MSG(z > zc_seen, "rank %d: no %s launch for the %s calls", g.rank, variant, algo_coll_name(coll));
       zc_seen = z;

@@ -142,7 +142,13 @@ mscclppResult_t cpu_connect(struct cpu_net* net, int peer) {
   struct mscclppComm* comm = net->ac->comm;
   mscclppTransport_t t;
   mscclppResult_t res;
-  MPP_CHECK_GOTO(mscclppConnectionCreate(comm, peer, CPU_CONN_TAG, mscclppTransportAuto, &p->conn), res, fail);
+  /* The pipes carry host memory. Between GPU ranks of one host Auto would pick cuda-ipc (for
+   * device memory), so GPU-rank communicators (whose cross-host steps use these pipes: gpu/xhost.c)
+   * ask for shm there; across hosts Auto gives net or tcp. */
+  mscclppTransport_t want = mscclppTransportAuto;
+  if (comm->kind == mscclppRankGpu && comm->peers[peer].host_hash == comm->peers[comm->rank].host_hash)
+    want = mscclppTransportSHM;
+  MPP_CHECK_GOTO(mscclppConnectionCreate(comm, peer, CPU_CONN_TAG, want, &p->conn), res, fail);
   MPP_CHECK_GOTO(exchange_scratch(net, p), res, fail);
   MPP_CHECK_GOTO(mscclppHostSemaphoreCreate(comm, p->conn, &p->data), res, fail);
   MPP_CHECK_GOTO(mscclppHostSemaphoreCreate(comm, p->conn, &p->ack), res, fail);

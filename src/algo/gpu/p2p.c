@@ -7,6 +7,7 @@
 
 #include "algo/algo.h"
 #include "algo/gpu/gpu.h"
+#include "algo/gpu/xhost.h"
 #include "util/err.h"
 
 /* Fills launch j of ac's ops; returns 0 when no op is left for it. */
@@ -57,14 +58,15 @@ mscclppResult_t gpu_p2p_run(struct p2p_op* ops, int nops) {
   for (int i = 0; i < nops; i++) {
     if (ops[i].ac->kind != mscclppRankGpu)
       return MPP_ERR(mscclppInvalidUsage, "send/recv: a group mixes GPU-rank and CPU-rank communicators");
-    if (ops[i].ac->nranks > GPU_MAX_RANKS)
+    if (ops[i].ac->nhosts == 1 && ops[i].ac->nranks > GPU_MAX_RANKS)
       return MPP_ERR(mscclppInvalidUsage, "send/recv: %d ranks; GPU ranks support at most %d", ops[i].ac->nranks,
                      GPU_MAX_RANKS);
   }
   for (int i = 0; i < nops; i++) {
     int first = 1;
     for (int k = 0; k < i && first; k++) first = ops[k].ac != ops[i].ac;
-    if (first) MPP_CHECK(run_comm(ops, nops, ops[i].ac));
+    if (first && ops[i].ac->nhosts > 1) MPP_CHECK(xh_p2p_comm(ops, nops, ops[i].ac));
+    else if (first) MPP_CHECK(run_comm(ops, nops, ops[i].ac));
   }
   return mscclppSuccess;
 }

@@ -146,6 +146,10 @@ mscclppResult_t gpu_net_get(struct algo_comm* ac, void* stream, struct gpu_net**
     return mscclppSuccess;
   }
   if (g != NULL) return MPP_ERR(mscclppInvalidUsage, "GPU collectives: setting up this communicator failed earlier");
+  if (ac->nhosts > 1)
+    return MPP_ERR(mscclppInvalidUsage,
+                   "GPU collectives: the %d ranks are on %d hosts; this algorithm needs one host (the gpu_*_hier and "
+                   "gpu_*_host algorithms serve several)", ac->nranks, ac->nhosts);
   if (ac->nranks > GPU_MAX_RANKS)
     return MPP_ERR(mscclppInvalidUsage, "GPU collectives: %d ranks; at most %d (one host) for now", ac->nranks, GPU_MAX_RANKS);
   (void)stream; /* setup enqueues nothing on it: the first call may be captured */

@@ -1,0 +1,285 @@
+/* xhost.c - the state of GPU ranks on several hosts (xhost.h): the layout, the two child
+ * communicators of the hierarchical family, the pinned stage, and the host steps queued on the
+ * calls' streams. */
+#include "algo/gpu/xhost.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/cpu/hier.h"
+#include "algo/cpu/net.h"
+#include "core/comm.h"
+#include "elem/reduce.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/param.h"
+
+size_t xh_piece(size_t es) {
+  int64_t p = param_int(PARAM_ALGO_GPU_HOST_CHUNK);
+  size_t n = p > 0 ? (size_t)p / es : 0;
+  return n > 0 ? n : 1;
+}
+
+#if MSCCLPP_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "algo/gpu/gpu.h"
+
+#define XH_SPLIT_TAG 0x58480000 /* bootstrap tags of the children's unique ids ("XH") */
+
+struct xh_mem {
+  void* ptr;
+  struct xh_mem* next;
+};
+
+/* One host step: what its host function runs. */
+struct xh_step {
+  struct gpu_xhost* x;
+  struct algo_comm* cac; /* collective: the CPU pipes' communicator */
+  const struct algo_desc* d;
+  struct algo_args a;
+  int divide;
+  const void* scalar; /* pinned copy of a device-resident premulsum scalar, read when the step runs */
+  struct p2p_op* ops; /* sends/receives (NULL for a collective) */
+  int nops;
+  int kept; /* captured: stays for the graph's later runs (freed at teardown) */
+  struct xh_step* next;
+};
+
+mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out) {
+  struct gpu_xhost* x = ac->xh;
+  if (x == NULL) {
+    const struct cpu_hier* lay;
+    MPP_CHECK(cpu_hier_get(ac, &lay));
+    x = calloc(1, sizeof(*x));
+    if (x == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
+    x->ac = ac, x->lay = lay, x->nhosts = lay->nhosts;
+    x->host = lay->host_of[ac->rank], x->lrank = lay->local_of[ac->rank], x->lsize = hier_size(lay, x->host);
+    x->uniform = 1;
+    for (int h = 0; h < lay->nhosts; h++)
+      if (hier_size(lay, h) != x->lsize) x->uniform = 0;
+    ac->xh = x;
+  }
+  if (atomic_load_explicit((_Atomic int*)&x->failed, memory_order_acquire))
+    return MPP_ERR(x->err, "GPU collectives across hosts: an earlier call failed in its host step: %s", x->msg);
+  *out = x;
+  return mscclppSuccess;
+}
+
+/* Makes this rank's member of a child of the ranks members[0..n) (child rank = index): the first
+ * one makes a unique id and sends it to the others over the parent's bootstrap. */
+static mscclppResult_t make_child(struct gpu_xhost* x, const int* members, int n, int kind, int tag, mscclppComm_t* out) {
+  struct mscclppComm* comm = x->ac->comm;
+  int me = -1;
+  for (int i = 0; i < n; i++)
+    if (members[i] == comm->rank) me = i;
+  mscclppUniqueId id;
+  if (me == 0) {
+    MPP_CHECK(mscclppGetUniqueId(&id));
+    for (int i = 1; i < n; i++) MPP_CHECK(mscclppBootstrapSend(comm, members[i], tag, &id, sizeof(id)));
+  } else {
+    MPP_CHECK(mscclppBootstrapRecv(comm, members[0], tag, &id, sizeof(id)));
+  }
+  mscclppConfig_t cfg = MSCCLPP_CONFIG_INITIALIZER;
+  cfg.rankKind = kind;
+  cfg.cudaDevice = kind == mscclppRankGpu ? comm->cuda_dev : -1;
+  return mscclppCommInitRankConfig(out, n, id, me, &cfg);
+}
+
+static mscclppResult_t make_children(struct gpu_xhost* x) {
+  int* rail = calloc((size_t)x->nhosts, sizeof(int));
+  if (rail == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
+  for (int h = 0; h < x->nhosts; h++) rail[h] = hier_rank(x->lay, h, x->lrank);
+  mscclppResult_t res =
+      make_child(x, x->lay->members + x->lay->first[x->host], x->lsize, mscclppRankGpu, XH_SPLIT_TAG, &x->local);
+  if (res == mscclppSuccess) res = make_child(x, rail, x->nhosts, mscclppRankCpu, XH_SPLIT_TAG + 1, &x->rail);
+  free(rail);
+  return res;
+}
+
+mscclppResult_t xh_children(struct gpu_xhost* x) {
+  if (x->children == 1) return mscclppSuccess;
+  if (x->children < 0) return MPP_ERR(mscclppInvalidUsage, "GPU collectives across hosts: making the host communicators failed earlier");
+  if (!x->uniform)
+    return MPP_ERR(mscclppInternalError, "GPU collectives across hosts: the hierarchical family needs hosts of one size");
+  /* Init makes no stream work, but a first call under capture needs relaxed mode for its driver
+   * calls (as gpu_net_get). */
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  mscclppResult_t res = make_children(x);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  x->children = res == mscclppSuccess ? 1 : -1;
+  if (res == mscclppSuccess)
+    LOG_INFO_(LOG_SUB_ALGO, "GPU collectives across hosts: host %d of %d, local rank %d of %d: host and rail communicators made",
+              x->host, x->nhosts, x->lrank, x->lsize);
+  return res;
+}
+
+/* The stage's first XH_STAGE_HEAD bytes hold the premulsum scalar of the next host step (copied
+ * there on the stream before it); callers get what follows. */
+#define XH_STAGE_HEAD 64
+
+mscclppResult_t xh_stage(struct gpu_xhost* x, size_t bytes, char** out) {
+  bytes += XH_STAGE_HEAD;
+  if (bytes <= x->stage_bytes) {
+    *out = x->stage + XH_STAGE_HEAD;
+    return mscclppSuccess;
+  }
+  size_t want = bytes < 4096 ? 4096 : bytes;
+  if (want < 2 * x->stage_bytes) want = 2 * x->stage_bytes;
+  struct xh_mem* old = NULL;
+  if (x->stage != NULL) {
+    old = calloc(1, sizeof(*old));
+    if (old == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
+  }
+  void* p = NULL;
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  cudaError_t e = cudaHostAlloc(&p, want, cudaHostAllocPortable);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  if (e != cudaSuccess) {
+    free(old);
+    return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: %zu bytes of pinned host memory: %s", want,
+                   cudaGetErrorString(e));
+  }
+  if (old != NULL) {
+    old->ptr = x->stage, old->next = x->retired;
+    x->retired = old;
+  }
+  x->stage = p, x->stage_bytes = want;
+  *out = x->stage + XH_STAGE_HEAD;
+  return mscclppSuccess;
+}
+
+static mscclppResult_t copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows,
+                              enum cudaMemcpyKind kind, void* stream) {
+  if (width == 0 || rows == 0) return mscclppSuccess;
+  cudaError_t e = rows == 1 ? cudaMemcpyAsync(dst, src, width, kind, (cudaStream_t)stream)
+                            : cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, (cudaStream_t)stream);
+  return gpu_cuda_check(e, kind == cudaMemcpyDeviceToHost ? "staging to host memory (cudaMemcpy2DAsync)"
+                                                          : "copying from host memory (cudaMemcpy2DAsync)");
+}
+
+mscclppResult_t xh_d2h(void* host, size_t hpitch, const void* dev, size_t dpitch, size_t width, size_t rows, void* stream) {
+  return copy2d(host, hpitch, dev, dpitch, width, rows, cudaMemcpyDeviceToHost, stream);
+}
+
+mscclppResult_t xh_h2d(void* dev, size_t dpitch, const void* host, size_t hpitch, size_t width, size_t rows, void* stream) {
+  return copy2d(dev, dpitch, host, hpitch, width, rows, cudaMemcpyHostToDevice, stream);
+}
+
+/* Records the first failure of a host step: later steps skip their work and later calls fail. */
+static void step_failed(struct gpu_xhost* x, mscclppResult_t res, const char* what) {
+  if (atomic_load_explicit((_Atomic int*)&x->failed, memory_order_acquire)) return;
+  x->err = res;
+  snprintf(x->msg, sizeof(x->msg), "%s: %s", what, err_last());
+  LOG_WARN_(LOG_SUB_ALGO, "GPU collectives across hosts: a host step failed (the calls after it fail): %s", x->msg);
+  /* release: a thread that sees failed set reads err and msg as written above */
+  atomic_store_explicit((_Atomic int*)&x->failed, 1, memory_order_release);
+}
+
+/* The host function: runs the step unless an earlier one failed. Makes no CUDA call (CUDA forbids
+ * them here): the CPU machinery moves host memory only. */
+static void CUDART_CB step_run(void* arg) {
+  struct xh_step* s = arg;
+  struct gpu_xhost* x = s->x;
+  if (!atomic_load_explicit((_Atomic int*)&x->failed, memory_order_acquire)) {
+    mscclppResult_t res;
+    if (s->ops != NULL) {
+      res = cpu_p2p_run(s->ops, s->nops);
+      if (res != mscclppSuccess) step_failed(x, res, "send/recv");
+    } else {
+      if (s->scalar != NULL) s->a.scalar = elem_scalar_from(s->scalar, s->a.dtype);
+      res = s->d->run(s->cac, &s->a);
+      if (res != mscclppSuccess) step_failed(x, res, s->d->name);
+      else if (s->divide > 0) {
+        const void* src = s->a.recv;
+        elem_reduce(s->a.recv, &src, 1, s->a.count, s->a.dtype, ELEM_OP_AVG, s->divide, NULL);
+      }
+    }
+  }
+  if (!s->kept) {
+    free(s->ops);
+    free(s);
+  }
+}
+
+static mscclppResult_t enqueue(struct gpu_xhost* x, void* stream, struct xh_step* s) {
+  s->x = x;
+  s->kept = gpu_stream_captured(stream);
+  cudaError_t e = cudaLaunchHostFunc((cudaStream_t)stream, step_run, s);
+  if (e != cudaSuccess) {
+    free(s->ops);
+    free(s);
+    return gpu_cuda_check(e, "queueing a host step (cudaLaunchHostFunc)");
+  }
+  if (s->kept) s->next = x->kept, x->kept = s;
+  return mscclppSuccess;
+}
+
+mscclppResult_t xh_host_coll(struct gpu_xhost* x, void* stream, struct algo_comm* cac, const struct algo_desc* d,
+                             const struct algo_args* a, int divide) {
+  struct xh_step* s = calloc(1, sizeof(*s));
+  if (s == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
+  s->cac = cac, s->d = d, s->a = *a, s->divide = divide;
+  if (a->op == ELEM_OP_PREMUL && a->scalar_dev != NULL) { /* the value when the step runs, as a kernel would read it */
+    char* stage;
+    mscclppResult_t res = xh_stage(x, 0, &stage);
+    if (res == mscclppSuccess) res = xh_d2h(x->stage, a->es, a->scalar_dev, a->es, a->es, 1, stream);
+    if (res != mscclppSuccess) {
+      free(s);
+      return res;
+    }
+    s->scalar = x->stage;
+  }
+  s->a.stream = NULL, s->a.scalar_dev = NULL, s->a.captured = 0, s->a.registered = 0;
+  s->a.win[0] = s->a.win[1] = NULL;
+  return enqueue(x, stream, s);
+}
+
+mscclppResult_t xh_host_p2p(struct gpu_xhost* x, void* stream, const struct p2p_op* ops, int nops) {
+  struct xh_step* s = calloc(1, sizeof(*s));
+  struct p2p_op* copy = calloc((size_t)nops, sizeof(*copy));
+  if (s == NULL || copy == NULL) {
+    free(s), free(copy);
+    return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
+  }
+  memcpy(copy, ops, (size_t)nops * sizeof(*copy));
+  s->ops = copy, s->nops = nops;
+  return enqueue(x, stream, s);
+}
+
+void xh_free(struct gpu_xhost* x) {
+  if (x == NULL) return;
+  if (x->ac->comm->cuda_dev >= 0) cudaSetDevice(x->ac->comm->cuda_dev);
+  cudaDeviceSynchronize(); /* queued host steps use the stage and the pipes */
+  if (x->local) mscclppCommDestroy(x->local);
+  if (x->rail) mscclppCommDestroy(x->rail);
+  while (x->kept) {
+    struct xh_step* s = x->kept;
+    x->kept = s->next;
+    free(s->ops);
+    free(s);
+  }
+  while (x->retired) {
+    struct xh_mem* m = x->retired;
+    x->retired = m->next;
+    cudaFreeHost(m->ptr);
+    free(m);
+  }
+  if (x->stage) cudaFreeHost(x->stage);
+  free(x);
+}
+
+#else /* CPU-only build: there are no GPU ranks */
+
+mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out) {
+  (void)ac, (void)out;
+  return MPP_ERR(mscclppInvalidUsage, "GPU collectives: this library was built without CUDA");
+}
+
+void xh_free(struct gpu_xhost* x) { (void)x; }
+
+#endif
