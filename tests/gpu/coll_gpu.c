@@ -16,7 +16,8 @@
  *                        xh / xhg: 2 stand-in hosts (MSCCLPP_HOSTID: ranks 0..n/2-1 and the rest),
  *                        the table's cross-host algorithms eager / captured; xhh: the host family
  *                        forced on interleaved hosts (host = rank % 2); xhp: the table with 4 KiB
- *                        pieces of pinned host memory (every count loops)
+ *                        pieces of pinned host memory (every count loops); xhn: as xh on hosts
+ *                        made otherwise (network namespaces: tests/netns/netns_hosts.sh)
  * Exits 77 without CUDA or with fewer GPUs than local ranks. */
 #include <stdint.h>
 #include <stdio.h>
@@ -275,7 +276,7 @@ int main(int argc, char** argv) {
     int host = strcmp(variant, "xhh") == 0 ? r % 2 : r * 2 / (n > 1 ? n : 1);
     char id[32];
     snprintf(id, sizeof(id), "coll-gpu-host%d", host);
-    setenv("MSCCLPP_HOSTID", id, 1);
+    if (strcmp(variant, "xhn") != 0) setenv("MSCCLPP_HOSTID", id, 1);
     if (strcmp(variant, "xhh") == 0)
       setenv("MSCCLPP_ALGO", "gpu_allreduce_host,gpu_allgather_host,gpu_reducescatter_host,gpu_broadcast_host,"
                              "gpu_reduce_host,gpu_alltoall_host", 1);
@@ -283,7 +284,7 @@ int main(int argc, char** argv) {
     g.graph = strcmp(variant, "xhg") == 0;
     g.xhost = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, xh, xhg, xhh, xhp)",
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, xh, xhg, xhh, xhp, xhn)",
               variant);
   }
   init();

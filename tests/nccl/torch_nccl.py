@@ -4,6 +4,8 @@ computed here. Run on a GPU machine, one process per GPU:
     LD_PRELOAD=build/lib/libmscclpp_nccl.so torchrun --nproc_per_node N tests/nccl/torch_nccl.py
 
 (the preloaded library's soname is libnccl.so.2, so it stands for the NCCL torch would load).
+TORCH_NCCL_XHOSTS=H makes the ranks H stand-in hosts (rank r on host r*H/N: MSCCLPP_HOSTID for
+this library, NCCL_HOSTID for NCCL), so every operation crosses hosts.
 Without LD_PRELOAD the same script checks torch's own NCCL. Prints one line per operation and
 "torch_nccl: all N checks passed" from rank 0 (TORCH_NCCL_VERBOSE=1: each check as it passes);
 exits 1 on the first wrong result."""
@@ -33,7 +35,16 @@ def library():
     return v.value
 
 
+def stand_in_host():
+    """TORCH_NCCL_XHOSTS=H: this rank's host id (set before the communicators are made)."""
+    hosts = int(os.environ.get("TORCH_NCCL_XHOSTS", "0"))
+    if hosts > 0:
+        host = "xh%d" % (int(os.environ["RANK"]) * hosts // int(os.environ["WORLD_SIZE"]))
+        os.environ["MSCCLPP_HOSTID"] = os.environ["NCCL_HOSTID"] = host
+
+
 def main():
+    stand_in_host()
     dist.init_process_group("nccl")
     r, n = dist.get_rank(), dist.get_world_size()
     dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", r)))
