@@ -209,30 +209,38 @@ static mscclppResult_t hier_reducescatter(const struct hier_ctx* c) {
   return mscclppSuccess;
 }
 
-/* Broadcast: the root's rail carries the message to the other hosts (in pieces), then the rank of
- * the root's local index broadcasts inside each host. */
+/* Broadcast: the root's host first has the message on every rank (NVLink), then each local rank
+ * carries its slice to the other hosts along its rail (so every rail works, as allreduce's), and
+ * the other hosts gather the slices inside (NVLink). */
 static mscclppResult_t hier_broadcast(const struct hier_ctx* c) {
   const struct algo_args* a = c->a;
   struct gpu_xhost* x = c->x;
-  int root = a->root, lroot = x->lay->local_of[root], me = x->ac->rank;
+  int root = a->root, hroot = x->lay->host_of[root], lroot = x->lay->local_of[root], me = x->ac->rank, L = x->lsize;
   size_t es = a->es, block = a->count * es;
-  if (x->lrank == lroot) {
-    size_t piece = xh_piece(es);
-    char* stage;
-    MPP_CHECK(xh_stage(x, (a->count < piece ? a->count : piece) * es, &stage));
-    for (size_t o = 0; o < a->count; o += piece) {
-      size_t w = (a->count - o < piece ? a->count - o : piece) * es;
-      if (me == root) MPP_CHECK(xh_d2h(stage, w, (const char*)a->send + o * es, w, w, 1, a->stream));
-      MPP_CHECK(rail_step(c, ALGO_COLL_BROADCAST, stage, stage, w / es, x->lay->host_of[root]));
-      if (me != root) MPP_CHECK(xh_h2d((char*)a->recv + o * es, w, stage, w, w, 1, a->stream));
-    }
+  struct algo_args la = *a; /* p[1] of a two-phase allreduce of recv: the allgather of the slices, in place */
+  la.coll = ALGO_COLL_ALLREDUCE, la.send = la.recv, la.op = ELEM_OP_SUM;
+  struct gx_plan p[2];
+  gpu_plans(&la, x->lrank, L, 1, p);
+  if (x->host == hroot) {
+    struct gx_plan b;
+    local_plan(c, &b, GX_COPY, me == root ? a->send : a->recv, a->recv);
+    for (int q = 0; q < L && x->lrank == lroot; q++) b.send_len[q] = block;
+    b.recv_len[lroot] = block;
+    b.maxlen = block;
+    MPP_CHECK(local_launch(c, &b));
   }
-  struct gx_plan p;
-  local_plan(c, &p, GX_COPY, me == root ? a->send : a->recv, a->recv);
-  for (int q = 0; q < x->lsize && x->lrank == lroot; q++) p.send_len[q] = block;
-  p.recv_len[lroot] = block;
-  p.maxlen = block;
-  return local_launch(c, &p);
+  size_t off, n, piece = xh_piece(es);
+  lslice(a->count, L, x->lrank, &off, &n);
+  char* stage;
+  MPP_CHECK(xh_stage(x, (n < piece ? n : piece) * es, &stage));
+  for (size_t o = 0; o < n; o += piece) {
+    size_t w = (n - o < piece ? n - o : piece) * es;
+    char* dev = (char*)a->recv + (off + o) * es;
+    if (x->host == hroot) MPP_CHECK(xh_d2h(stage, w, dev, w, w, 1, a->stream));
+    MPP_CHECK(rail_step(c, ALGO_COLL_BROADCAST, stage, stage, w / es, hroot));
+    if (x->host != hroot) MPP_CHECK(xh_h2d(dev, w, stage, w, w, 1, a->stream));
+  }
+  return x->host == hroot ? mscclppSuccess : local_launch(c, &p[1]);
 }
 
 mscclppResult_t gpu_coll_hier(struct algo_comm* ac, const struct algo_args* a) {
