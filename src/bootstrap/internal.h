@@ -238,7 +238,7 @@ void boot_eof_settle(struct bootstrap* b, int now_anyway);
  * why (b->fault, else this rank's own failure) and shuts it down. mu held. */
 void boot_ring_tell_late(struct bootstrap* b, int fd);
 /* Waits up to grace_ms for a notice on fd (without mu); 1 and *out when one came. Heartbeats are
- * skipped. */
+ * skipped. What is already queued is always looked at (grace_ms 0: only that, without waiting). */
 int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_notice* out);
 /* Progress thread (takes mu): heartbeats to the idle ring's neighbours, and the silence check
  * that declares one stuck. */

@@ -7,7 +7,8 @@
  * rank+1, and both ring sockets are shut down; the neighbours fail and pass the notice on, in both
  * directions around the ring, so every survivor returns an error naming that rank promptly. A bare
  * EOF waits BOOT_NOTICE_GRACE_MS for a notice from the other side (the neighbour may only have relayed
- * a failure mid-frame) before it counts as that neighbour's death. */
+ * a failure mid-frame) before it counts as that neighbour's death; a send to rank+1 that fails first
+ * takes the notice rank+1 may have queued before its close (ring_fail). */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -224,6 +225,12 @@ static mscclppResult_t ring_fail(struct bootstrap* b, const struct xfer* x, mscc
   int known = b->fault.type != 0 || b->aborted || b->ring_broken;
   pthread_mutex_unlock(&b->mu);
   struct boot_notice n = {.type = BOOT_NOTICE_FAILED, .rank = b->rank};
+  /* A send to rank+1 that failed (EPIPE, ECONNRESET: it closed with our frame unread) tells
+   * nothing of what rank+1 sent first. A rank that goes down sends its notice before it closes, so
+   * the notice precedes the FIN or reset in this socket's receive stream and stays queued after
+   * the reset; poll may only have woken us for the send. Read it before blaming rank+1 itself. */
+  if (!known && x->eof_from == (b->rank + 1) % b->nranks && boot_wait_notice(b, b->ring_next_fd, 0, &n))
+    return notice_err(b, &n, at_boundary);
   if (!known && x->eof_from >= 0) {
     int prev = (b->rank + b->nranks - 1) % b->nranks;
     int other = x->eof_from == prev ? b->ring_next_fd : b->ring_prev_fd;
