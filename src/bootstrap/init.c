@@ -77,6 +77,7 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   int64_t cap = param_int(PARAM_BOOTSTRAP_QUEUE_BYTES);
   b->queue_cap = cap > 0 ? (uint64_t)cap : 268435456u;
   b->send_fds = malloc(sizeof(int) * (size_t)nranks);
+  b->send_seals = calloc((size_t)nranks, sizeof(*b->send_seals));
   boot_beat_init(b);
   int ignored;
   b->shortages_at_start = err_shortages(&ignored);
@@ -88,7 +89,7 @@ static mscclppResult_t boot_alloc(int rank, int nranks, int timeout_ms, struct b
   pthread_mutex_init(&b->mu, NULL);
   for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_init(&b->send_mu[i], NULL);
   *out = b;
-  if (!b->addrs || !b->peer_gone || !b->send_fds || !b->paused || !b->paused_tag || !b->left_ns)
+  if (!b->addrs || !b->peer_gone || !b->send_fds || !b->send_seals || !b->paused || !b->paused_tag || !b->left_ns)
     return MPP_ERR(mscclppSystemError, "bootstrap: no memory for %d ranks", nranks);
   for (int i = 0; i < nranks; i++) b->send_fds[i] = -1;
   if (pipe2(b->wake_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -241,6 +242,11 @@ void bootstrap_destroy(struct bootstrap* b) {
   free(b->left_ns);
   free(b->paused_tag);
   free(b->send_fds);
+  for (int i = 0; b->send_seals && i < b->nranks; i++) seal_clear(&b->send_seals[i]);
+  free(b->send_seals);
+  seal_clear(&b->ring_tx);
+  free(b->ring_buf);
+  seal_clear(&b->ring_rx);
   for (int i = 0; i < BOOT_SEND_LOCKS; i++) pthread_mutex_destroy(&b->send_mu[i]);
   pthread_mutex_destroy(&b->mu);
   pthread_cond_destroy(&b->cv);

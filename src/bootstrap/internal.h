@@ -18,6 +18,7 @@
 #include "bootstrap/wire.h"
 #include "util/auth.h"
 #include "util/log.h"
+#include "util/seal.h"
 #include "util/socket.h"
 
 #define BOOT_SEND_LOCKS 64 /* send mutexes, striped over peers */
@@ -67,6 +68,12 @@ struct bootstrap {
   union sock_addr* addrs; /* every rank's listen address, from the root */
   int listen_fd;
   int ring_next_fd, ring_prev_fd;
+  /* Sealing (util/seal.h) of the ring's frames: ring_tx seals what goes to rank+1 (set by init
+   * before it uses ring_next_fd), ring_rx opens what comes from rank-1 (set by the progress thread
+   * under mu with ring_prev_fd). Then only the ring code uses them (like the ring's data). */
+  struct seal ring_tx, ring_rx;
+  uint8_t* ring_buf; /* the ring code's buffer for sealed bodies (ring.c), ring_buf_cap bytes */
+  size_t ring_buf_cap;
   uint32_t ring_seq; /* allgathers and barriers done, to catch mismatched calls */
 
   pthread_mutex_t mu;
@@ -102,8 +109,10 @@ struct bootstrap {
   int32_t* paused_tag;              /* [nranks]: tag of the message of that peer held back by the cap */
   uint8_t* paused;                  /* [nranks]: 1 while that peer's connection is held back */
   int nheld;                        /* connections held back (progress thread writes, under mu) */
-  uint8_t* peer_gone;  /* [nranks]: its incoming p2p connection ended */
+  uint8_t* peer_gone;  /* [nranks]: its incoming p2p connection ended (2: on a record that failed
+                        * authentication) */
   int* send_fds;       /* [nranks]: our outgoing p2p connection, -1 until the first send */
+  struct seal* send_seals; /* [nranks]: what seals the frames on send_fds[peer] (under its send lock) */
   pthread_mutex_t send_mu[BOOT_SEND_LOCKS];
 
   int wake_fds[2]; /* pipe: a byte wakes the progress thread */
@@ -146,6 +155,11 @@ struct boot_transcript {
 };
 mscclppResult_t boot_send_hello_kept(struct bootstrap* b, int fd, int kind, uint64_t deadline_ns, const char* what,
                                      struct boot_transcript* t);
+/* Derives a connection's sealing keys (util/seal.h) from b's handshake key and the transcript
+ * (hello as sent, the server's challenge nonce); side: which end we were. */
+mscclppResult_t boot_seal_keys(const struct bootstrap* b, const uint8_t hello[WIRE_HELLO_BYTES],
+                               const uint8_t nonce[WIRE_NONCE_BYTES], enum seal_side side, struct seal* tx,
+                               struct seal* rx);
 /* Records "context: <the error already recorded>" as the last error and returns res. */
 mscclppResult_t boot_wrap(mscclppResult_t res, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -224,7 +238,7 @@ void boot_eof_settle(struct bootstrap* b, int now_anyway);
  * why (b->fault, else this rank's own failure) and shuts it down. mu held. */
 void boot_ring_tell_late(struct bootstrap* b, int fd);
 /* Waits up to grace_ms for a notice on fd (without mu); 1 and *out when one came. Heartbeats are
- * skipped. */
+ * skipped. What is already queued is always looked at (grace_ms 0: only that, without waiting). */
 int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_notice* out);
 /* Progress thread (takes mu): heartbeats to the idle ring's neighbours, and the silence check
  * that declares one stuck. */

@@ -192,16 +192,21 @@ void boot_watch_ready(struct bootstrap* b, const short revents[2]) {
 int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_notice* out) {
   uint64_t end = time_deadline_ms(grace_ms);
   uint8_t hdr[WIRE_FRAME_BYTES];
-  for (int64_t left; fd >= 0 && (left = time_left_ms(end)) > 0;) {
+  /* left is recomputed every round (heartbeats keep coming: they must not renew the grace); the
+   * round at 0 left still looks at what is queued, however late this runs. */
+  for (int64_t left = grace_ms; fd >= 0; left = time_left_ms(end)) {
+    if (left < 0) left = 0;
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, (int)left) <= 0) continue;
-    ssize_t n = recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_PEEK);
-    if (n == (ssize_t)sizeof(hdr) && boot_notice_decode(b, hdr, out) && out->type == BOOT_NOTICE_BEAT) {
-      (void)!recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT); /* a heartbeat queued before the notice */
-      continue;
+    if (poll(&p, 1, (int)left) > 0) {
+      ssize_t n = recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_PEEK);
+      if (n == (ssize_t)sizeof(hdr) && boot_notice_decode(b, hdr, out) && out->type == BOOT_NOTICE_BEAT) {
+        (void)!recv(fd, hdr, sizeof(hdr), MSG_DONTWAIT); /* a heartbeat queued before the notice */
+        continue;
+      }
+      if (n == (ssize_t)sizeof(hdr)) return boot_notice_decode(b, hdr, out);
+      if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) return 0;
     }
-    if (n == (ssize_t)sizeof(hdr)) return boot_notice_decode(b, hdr, out);
-    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) return 0;
+    if (left == 0) return 0;
   }
   return 0;
 }

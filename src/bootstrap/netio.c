@@ -192,3 +192,9 @@ mscclppResult_t boot_send_hello_kept(struct bootstrap* b, int fd, int kind, uint
   memcpy(t->nonce, chal + 8, WIRE_NONCE_BYTES); /* the challenge's nonce (util/auth.h layout) */
   return boot_hello_finish(b, fd, t->hello, chal, deadline_ns, what);
 }
+
+mscclppResult_t boot_seal_keys(const struct bootstrap* b, const uint8_t hello[WIRE_HELLO_BYTES],
+                               const uint8_t nonce[WIRE_NONCE_BYTES], enum seal_side side, struct seal* tx,
+                               struct seal* rx) {
+  return seal_derive(b->key, hello, WIRE_HELLO_BYTES, nonce, WIRE_NONCE_BYTES, side, tx, rx);
+}

@@ -82,8 +82,10 @@ static mscclppResult_t send_conn(struct bootstrap* b, int peer, uint64_t deadlin
   if (*fd == -2) return MPP_ERR(mscclppRemoteError, "bootstrap send: an earlier send to %s failed", who);
   if (*fd >= 0) return mscclppSuccess;
   int s = -1;
+  struct boot_transcript t;
   mscclppResult_t res = boot_connect_peer(&b->addrs[peer], deadline_ns, &s);
-  if (res == mscclppSuccess) res = boot_send_hello(b, s, WIRE_KIND_P2P, deadline_ns, who);
+  if (res == mscclppSuccess) res = boot_send_hello_kept(b, s, WIRE_KIND_P2P, deadline_ns, who, &t);
+  if (res == mscclppSuccess) res = boot_seal_keys(b, t.hello, t.nonce, SEAL_CLIENT, &b->send_seals[peer], NULL);
   pthread_mutex_lock(&b->mu);
   if (res == mscclppSuccess) res = boot_check_state(b, "send");
   if (res == mscclppSuccess) b->send_fds[peer] = s;
@@ -93,19 +95,23 @@ static mscclppResult_t send_conn(struct bootstrap* b, int peer, uint64_t deadlin
   return res;
 }
 
-/* Writes one frame: header and payload (in one send when small); gives up when b learns of a
- * fault (a stuck receiver would otherwise hold a large send until the timeout). */
-static mscclppResult_t send_frame(struct bootstrap* b, int fd, int tag, const void* data, size_t size,
+/* Writes one frame: its header in clear (tag, plaintext length), then the payload sealed under
+ * the connection's key with the header as associated data (util/seal.h: SEAL_OVERHEAD bytes more);
+ * in one send when small. Gives up when b learns of a fault (a stuck receiver would otherwise hold
+ * a large send until the timeout). */
+static mscclppResult_t send_frame(struct bootstrap* b, int peer, int fd, int tag, const void* data, size_t size,
                                   uint64_t deadline_ns, const char* who) {
-  uint8_t buf[WIRE_FRAME_BYTES + SMALL_FRAME];
+  uint8_t small[WIRE_FRAME_BYTES + SMALL_FRAME + SEAL_OVERHEAD];
+  uint8_t* buf = size <= SMALL_FRAME ? small : malloc(WIRE_FRAME_BYTES + size + SEAL_OVERHEAD);
+  if (!buf) return MPP_ERR(mscclppSystemError, "bootstrap send to %s: no memory to seal %zu bytes", who, size);
   struct wire_frame f = {.tag = tag, .length = size};
   wire_encode_frame(&f, buf);
-  if (size <= SMALL_FRAME) {
-    if (size) memcpy(buf + WIRE_FRAME_BYTES, data, size);
-    return boot_send_all_w(b, fd, buf, WIRE_FRAME_BYTES + size, deadline_ns, who);
-  }
-  MPP_CHECK(boot_send_all_w(b, fd, buf, WIRE_FRAME_BYTES, deadline_ns, who));
-  return boot_send_all_w(b, fd, data, size, deadline_ns, who);
+  mscclppResult_t res =
+      seal_record(&b->send_seals[peer], buf, WIRE_FRAME_BYTES, data, size, buf + WIRE_FRAME_BYTES);
+  if (res == mscclppSuccess)
+    res = boot_send_all_w(b, fd, buf, WIRE_FRAME_BYTES + size + SEAL_OVERHEAD, deadline_ns, who);
+  if (buf != small) free(buf);
+  return res;
 }
 
 static mscclppResult_t send_self(struct bootstrap* b, int tag, const void* data, size_t size) {
@@ -143,7 +149,7 @@ mscclppResult_t bootstrap_send(struct bootstrap* b, int peer, int tag, const voi
   int fd = -1;
   res = send_conn(b, peer, deadline, &fd);
   if (res == mscclppSuccess) {
-    res = send_frame(b, fd, tag, data, size, deadline, who);
+    res = send_frame(b, peer, fd, tag, data, size, deadline, who);
     if (res != mscclppSuccess) { /* the stream may hold half a frame: never use it again */
       pthread_mutex_lock(&b->mu);
       shutdown(fd, SHUT_RDWR);
@@ -207,7 +213,7 @@ mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* dat
       break;
     }
     if (b->peer_gone[peer]) {
-      gone = 1;
+      gone = b->peer_gone[peer];
       break;
     }
     /* A rank that left cleanly sends nothing more: what it sent before its notice has arrived
@@ -234,6 +240,11 @@ mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* dat
   pthread_mutex_unlock(&b->mu);
   if (m) return take(m, data, size, who);
   if (!gone) return res;
+  if (gone == 2)
+    return MPP_ERR(mscclppRemoteError,
+                   "bootstrap recv with tag %d: a message from %s failed authentication (altered, replayed or "
+                   "reordered in transit, or not sealed by that rank); its connection was closed",
+                   tag, who);
   /* The peer's connection closed: it may have gone down after another rank's failure, which the
    * ring tells within the grace; name that first cause, else the closed connection. */
   if (bootstrap_explain(b, peer, 500) != mscclppSuccess)

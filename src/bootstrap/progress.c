@@ -29,7 +29,9 @@ struct boot_conn {
   int proving;                     /* hello checked and challenged: reading the proof into hdr */
   uint8_t hello[WIRE_HELLO_BYTES]; /* the checked hello (the handshake's transcript) */
   uint8_t nonce[WIRE_NONCE_BYTES]; /* our challenge's nonce */
-  struct boot_msg* msg; /* the message whose payload is being read */
+  struct boot_msg* msg; /* the message whose payload is being read (sealed until opened) */
+  uint64_t plain;       /* that message's plaintext length (the header's); msg->size is the record's */
+  struct seal rx;       /* opens this connection's records (util/seal.h) */
   uint64_t hello_deadline_ns;
   int held; /* its next step waits for room in the queue (not polled meanwhile) */
 };
@@ -43,6 +45,7 @@ static void set_held(struct bootstrap* b, struct boot_conn* c, int held) {
 static void conn_drop(struct bootstrap* b, int i) {
   struct boot_conn* c = &b->conns[i];
   sock_close(&c->fd);
+  seal_clear(&c->rx);
   pthread_mutex_lock(&b->mu);
   if (c->msg) b->queued_bytes -= c->msg->cap;
   if (c->peer >= 0) b->paused[c->peer] = 0;
@@ -87,17 +90,19 @@ static void refuse(struct bootstrap* b, int i, const char* why) {
 
 /* An authenticated peer's connection ended (cleanly or not): recvs from it can no longer be
  * satisfied by new data, so they fail instead of waiting for the timeout. */
-static void peer_lost(struct bootstrap* b, int i, const char* why) {
+static void peer_lost_as(struct bootstrap* b, int i, const char* why, uint8_t mark) {
   struct boot_conn* c = &b->conns[i];
   if (c->msg || c->got > 0 || strcmp(why, "closed") != 0)
     log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap rank %d: connection from rank %d ended mid-message: %s", b->rank,
             c->peer, why);
   pthread_mutex_lock(&b->mu);
-  b->peer_gone[c->peer] = 1;
+  if (b->peer_gone[c->peer] < mark) b->peer_gone[c->peer] = mark; /* a failed record stays the reason */
   pthread_cond_broadcast(&b->cv);
   pthread_mutex_unlock(&b->mu);
   conn_drop(b, i);
 }
+
+static void peer_lost(struct bootstrap* b, int i, const char* why) { peer_lost_as(b, i, why, 1); }
 
 /* Checks a complete hello and answers it with our challenge. Returns 1 when conn i was removed. */
 static int hello_check(struct bootstrap* b, int i) {
@@ -132,7 +137,8 @@ static int hello_done(struct bootstrap* b, int i) {
   if (h.kind == WIRE_KIND_RING) {
     int handed = 0;
     pthread_mutex_lock(&b->mu);
-    if (h.rank == (b->rank + b->nranks - 1) % b->nranks && b->ring_prev_fd == -1) {
+    if (h.rank == (b->rank + b->nranks - 1) % b->nranks && b->ring_prev_fd == -1 &&
+        boot_seal_keys(b, c->hello, c->nonce, SEAL_SERVER, NULL, &b->ring_rx) == mscclppSuccess) {
       b->ring_prev_fd = c->fd;
       handed = 1;
       if (b->ring_broken) boot_ring_tell_late(b, c->fd); /* our init failed meanwhile: tell rank-1 why */
@@ -145,6 +151,8 @@ static int hello_done(struct bootstrap* b, int i) {
     return 1;
   }
   if (h.kind != WIRE_KIND_P2P) return refuse(b, i, "hello of the wrong kind"), 1;
+  if (boot_seal_keys(b, c->hello, c->nonce, SEAL_SERVER, NULL, &c->rx) != mscclppSuccess)
+    return refuse(b, i, "no keys for the connection (libcrypto failed)"), 1;
   c->peer = h.rank;
   c->got = 0;
   return 0;
@@ -160,13 +168,34 @@ static int header_done(struct bootstrap* b, int i) {
   if (!m) return peer_lost(b, i, "no memory for the message"), 1;
   m->peer = c->peer;
   m->tag = f.tag;
-  m->size = f.length;
+  m->size = f.length + SEAL_OVERHEAD; /* the sealed record; f.length <= WIRE_MAX_PAYLOAD */
+  c->plain = f.length;
   c->msg = m;
   c->got = 0;
   return 0;
 }
 
 #define FIRST_CHUNK 65536 /* a payload's first buffer; it doubles as more arrives */
+
+/* Opens conn i's complete record in place (the frame header, still in hdr, is its associated
+ * data): the message then holds the plaintext. A record that fails is the end of the connection,
+ * and recvs from that peer say why. 1 when opened; 0 when conn i was removed. */
+static int message_open(struct bootstrap* b, int i) {
+  struct boot_conn* c = &b->conns[i];
+  char who[160], why[512];
+  snprintf(who, sizeof(who), "bootstrap rank %d: the connection from rank %d", b->rank, c->peer);
+  int quiet = err_quiet(1);
+  mscclppResult_t res = seal_open(&c->rx, c->hdr, WIRE_FRAME_BYTES, c->msg->data, (size_t)c->plain, c->msg->data, who);
+  err_quiet(quiet);
+  if (res == mscclppSuccess) {
+    c->msg->size = c->plain;
+    c->got = (size_t)c->plain;
+    return 1;
+  }
+  snprintf(why, sizeof(why), "%s", err_last());
+  peer_lost_as(b, i, why, 2);
+  return 0;
+}
 
 /* Queues conn c's complete message once its bookkeeping fits. 0 when held back. */
 static int message_done(struct bootstrap* b, struct boot_conn* c) {
@@ -218,7 +247,8 @@ static void conn_read(struct bootstrap* b, int i) {
       dst = c->hdr + c->got, want = (c->proving ? AUTH_PROOF_BYTES : WIRE_HELLO_BYTES) - c->got;
     } else if (!c->msg) {
       dst = c->hdr + c->got, want = WIRE_FRAME_BYTES - c->got;
-    } else if (c->got == c->msg->size) { /* complete (zero-length, or held back at the end) */
+    } else if (c->got == c->msg->size) { /* complete (held back at the end: already opened) */
+      if (c->msg->size != c->plain && !message_open(b, i)) return;
       if (!message_done(b, c)) return;
       continue;
     } else {

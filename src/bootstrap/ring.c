@@ -7,11 +7,14 @@
  * rank+1, and both ring sockets are shut down; the neighbours fail and pass the notice on, in both
  * directions around the ring, so every survivor returns an error naming that rank promptly. A bare
  * EOF waits BOOT_NOTICE_GRACE_MS for a notice from the other side (the neighbour may only have relayed
- * a failure mid-frame) before it counts as that neighbour's death. */
+ * a failure mid-frame) before it counts as that neighbour's death; a send to rank+1 that fails first
+ * takes the notice rank+1 may have queued before its close (ring_fail). */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -24,7 +27,8 @@ struct xfer {
   uint8_t shdr[WIRE_FRAME_BYTES], rhdr[WIRE_FRAME_BYTES];
   const uint8_t* sbuf;
   uint8_t* rbuf;
-  size_t size, sdone, rdone; /* done counts include the 16-byte header */
+  size_t size, sdone, rdone; /* the sealed body's bytes; done counts include the 16-byte header */
+  size_t plain;              /* the slot's bytes (the header's length; size = plain + SEAL_OVERHEAD) */
   int32_t tag;
   int eof_from;  /* the neighbour whose connection ended without a notice, else -1 */
   int next_left; /* rank+1 left after taking all we send in this operation (its last step) */
@@ -91,11 +95,11 @@ static mscclppResult_t step_recv(struct bootstrap* b, struct xfer* x) {
     if (boot_notice_decode(b, x->rhdr, &note)) return notice_err(b, &note, x->sdone == 0 || x->sdone == WIRE_FRAME_BYTES + x->size);
     MPP_CHECK(wire_decode_frame(x->rhdr, WIRE_FRAME_BYTES, &f));
     char who[128];
-    if (f.tag != x->tag || f.length != (uint64_t)x->size)
+    if (f.tag != x->tag || f.length != (uint64_t)x->plain)
       return MPP_ERR(mscclppInvalidUsage,
                      "bootstrap ring: %s sent %llu bytes for operation %d, this rank expected %zu bytes for "
                      "operation %d (mismatched allgather/barrier calls?)",
-                     boot_peer_str(b, prev, who, sizeof(who)), (unsigned long long)f.length, (int)f.tag, x->size,
+                     boot_peer_str(b, prev, who, sizeof(who)), (unsigned long long)f.length, (int)f.tag, x->plain,
                      (int)x->tag);
   }
   return mscclppSuccess;
@@ -172,8 +176,15 @@ static mscclppResult_t step(struct bootstrap* b, struct xfer* x, uint64_t deadli
       return MPP_ERRNO(mscclppSystemError, errno, "bootstrap ring: poll");
     }
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) MPP_CHECK(next_readable(b, x, total, &watch_next));
-    if ((p[0].revents & POLLOUT) && x->sdone < total) MPP_CHECK(step_send(b, x));
-    if (p[1].revents && x->rdone < total) MPP_CHECK(step_recv(b, x));
+    /* Each goes on while it makes progress: a frame's header and sealed body without another poll. */
+    for (size_t was = SIZE_MAX; (p[0].revents & POLLOUT) && x->sdone < total && x->sdone != was;) {
+      was = x->sdone;
+      MPP_CHECK(step_send(b, x));
+    }
+    for (size_t was = SIZE_MAX; p[1].revents && x->rdone < total && x->rdone != was;) {
+      was = x->rdone;
+      MPP_CHECK(step_recv(b, x));
+    }
   }
   return mscclppSuccess;
 }
@@ -214,6 +225,12 @@ static mscclppResult_t ring_fail(struct bootstrap* b, const struct xfer* x, mscc
   int known = b->fault.type != 0 || b->aborted || b->ring_broken;
   pthread_mutex_unlock(&b->mu);
   struct boot_notice n = {.type = BOOT_NOTICE_FAILED, .rank = b->rank};
+  /* A send to rank+1 that failed (EPIPE, ECONNRESET: it closed with our frame unread) tells
+   * nothing of what rank+1 sent first. A rank that goes down sends its notice before it closes, so
+   * the notice precedes the FIN or reset in this socket's receive stream and stays queued after
+   * the reset; poll may only have woken us for the send. Read it before blaming rank+1 itself. */
+  if (!known && x->eof_from == (b->rank + 1) % b->nranks && boot_wait_notice(b, b->ring_next_fd, 0, &n))
+    return notice_err(b, &n, at_boundary);
   if (!known && x->eof_from >= 0) {
     int prev = (b->rank + b->nranks - 1) % b->nranks;
     int other = x->eof_from == prev ? b->ring_next_fd : b->ring_prev_fd;
@@ -231,6 +248,54 @@ static mscclppResult_t ring_fail(struct bootstrap* b, const struct xfer* x, mscc
   return res;
 }
 
+/* Buffers for one operation's sealed bodies (what goes out, what comes in): on the stack when
+ * small (barriers, small allgathers), else b's kept buffer (ring code only), reused by later
+ * operations up to RING_KEEP_BYTES (fresh pages each time would cost more than the sealing). */
+#define SEALED_INLINE 512
+#define RING_KEEP_BYTES ((size_t)64 << 20)
+struct sealed {
+  uint8_t inline_buf[2][SEALED_INLINE];
+  uint8_t *out, *in;
+};
+static mscclppResult_t sealed_get(struct bootstrap* b, struct sealed* s, size_t bpr) {
+  size_t one = bpr + SEAL_OVERHEAD;
+  if (one <= SEALED_INLINE) {
+    s->out = s->inline_buf[0], s->in = s->inline_buf[1];
+    return mscclppSuccess;
+  }
+  if (b->ring_buf_cap < 2 * one) {
+    free(b->ring_buf);
+    b->ring_buf = malloc(2 * one);
+    b->ring_buf_cap = b->ring_buf ? 2 * one : 0;
+    if (!b->ring_buf) return MPP_ERR(mscclppSystemError, "bootstrap ring: no memory to seal %zu bytes", bpr);
+  }
+  s->out = b->ring_buf, s->in = b->ring_buf + one;
+  return mscclppSuccess;
+}
+static void sealed_put(struct bootstrap* b) {
+  if (b->ring_buf_cap <= RING_KEEP_BYTES) return;
+  free(b->ring_buf);
+  b->ring_buf = NULL;
+  b->ring_buf_cap = 0;
+}
+
+/* Step s of an allgather: seals slot `from` (header as associated data) for rank+1, moves the
+ * bodies, and opens what rank-1 sent into slot `to` (a record that fails is an error naming
+ * rank-1: never wrong data). */
+static mscclppResult_t ring_step(struct bootstrap* b, struct xfer* x, struct sealed* sb, const uint8_t* from,
+                                 uint8_t* to, uint64_t deadline) {
+  struct wire_frame f = {.tag = x->tag, .length = x->plain};
+  wire_encode_frame(&f, x->shdr);
+  MPP_CHECK(seal_record(&b->ring_tx, x->shdr, WIRE_FRAME_BYTES, from, x->plain, sb->out));
+  x->sbuf = sb->out;
+  x->rbuf = sb->in;
+  MPP_CHECK(step(b, x, deadline));
+  char who[160];
+  snprintf(who, sizeof(who), "bootstrap ring on rank %d: the connection from rank %d", b->rank,
+           (b->rank + b->nranks - 1) % b->nranks);
+  return seal_open(&b->ring_rx, x->rhdr, WIRE_FRAME_BYTES, sb->in, x->plain, to ? to : sb->in, who);
+}
+
 /* The ring allgather; data may be NULL when bytes_per_rank is 0 (barrier). */
 static mscclppResult_t ring_allgather(struct bootstrap* b, uint8_t* data, size_t bpr, const char* op) {
   if (b->nranks == 1) {
@@ -240,19 +305,20 @@ static mscclppResult_t ring_allgather(struct bootstrap* b, uint8_t* data, size_t
     return res;
   }
   MPP_CHECK(ring_enter(b, op));
+  struct sealed sb;
+  mscclppResult_t res = sealed_get(b, &sb, bpr);
   int n = b->nranks, r = b->rank;
   int32_t tag = (int32_t)(++b->ring_seq & 0x7fffffff);
   uint64_t deadline = boot_deadline(b);
-  mscclppResult_t res = mscclppSuccess;
   struct xfer x;
+  x = (struct xfer){.eof_from = -1};
   for (int s = 0; s < n - 1 && res == mscclppSuccess; s++) {
-    x = (struct xfer){.size = bpr, .tag = tag, .eof_from = -1};
-    x.sbuf = data ? data + (size_t)((r - s + n) % n) * bpr : NULL;
-    x.rbuf = data ? data + (size_t)((r - s - 1 + n) % n) * bpr : NULL;
-    struct wire_frame f = {.tag = tag, .length = bpr};
-    wire_encode_frame(&f, x.shdr);
-    res = step(b, &x, deadline);
+    x = (struct xfer){.size = bpr + SEAL_OVERHEAD, .plain = bpr, .tag = tag, .eof_from = -1};
+    const uint8_t* from = data ? data + (size_t)((r - s + n) % n) * bpr : NULL;
+    uint8_t* to = data ? data + (size_t)((r - s - 1 + n) % n) * bpr : NULL;
+    res = ring_step(b, &x, &sb, from, to, deadline);
   }
+  sealed_put(b);
   if (res != mscclppSuccess) {
     res = ring_fail(b, &x, res, op);
   } else if (x.next_left) { /* now that the operation is done, the ring is over */

@@ -121,6 +121,8 @@ mscclppResult_t boot_ring_setup(struct bootstrap* b, uint64_t deadline_ns) {
   if (res == mscclppSuccess) res = boot_hello_start(b, fd, WIRE_KIND_RING, deadline_ns, who, hello);
   if (res == mscclppSuccess) res = await_challenge(b, fd, chal, deadline_ns, who, &quiet_ns);
   if (res == mscclppSuccess) res = boot_hello_finish(b, fd, hello, chal, deadline_ns, who);
+  /* the challenge's nonce follows its 8-byte header (util/auth.h) */
+  if (res == mscclppSuccess) res = boot_seal_keys(b, hello, chal + 8, SEAL_CLIENT, &b->ring_tx, NULL);
   if (res != mscclppSuccess) {
     sock_close(&fd);
     return connect_failed(b, res, quiet_ns, who);

@@ -20,7 +20,11 @@
  *                    report a failure, and a recorded one fits no other connection. A rank reads
  *                    the first WIRE_REPLY_PEEK_BYTES of the answer, then the rest of whichever it is
  *                    (a table's size comes from the rank's own nranks, a failure's is fixed)
- *   frame (16 B)     u32 "MPBF", i32 tag, u64 payload length; the payload follows
+ *   frame (16 B)     u32 "MPBF", i32 tag, u64 payload length; the payload follows sealed
+ *                    (util/seal.h: ciphertext, u64 record number, 16 B tag; SEAL_OVERHEAD bytes
+ *                    more than the length says) under the connection's key for that direction,
+ *                    with these 16 bytes as associated data. Ring and p2p connections only;
+ *                    notices and heartbeats (liveness.c) are bare 16-byte frames
  */
 #ifndef MPP_BOOTSTRAP_WIRE_H_
 #define MPP_BOOTSTRAP_WIRE_H_
@@ -33,8 +37,9 @@
 #include "util/socket.h"
 
 /* 2: hellos carry a nonce and open a challenge-response handshake instead of carrying the secret.
- * 3: the root may answer with a failure in place of the table. */
-#define WIRE_VERSION 3
+ * 3: the root may answer with a failure in place of the table.
+ * 4: ring and point-to-point frames carry their payload sealed (util/seal.h). */
+#define WIRE_VERSION 4
 #define WIRE_SECRET_BYTES 16
 #define WIRE_NONCE_BYTES 16
 #define WIRE_KEY_BYTES 32

@@ -1,6 +1,7 @@
 /* fuzz_wire.c - fuzz target for every decoder of the bootstrap's wire format (wire.h). Any input
  * must be either refused or decoded into values that pass the decoder's own checks and re-encode
- * to exactly the input bytes (the layouts are canonical). A violation aborts, which libFuzzer and
+ * to exactly the input bytes (the layouts are canonical); a sealed frame (header + record, util/seal.h)
+ * opens only when it is exactly what the sealer makes. A violation aborts, which libFuzzer and
  * fuzz_driver.c report as a crash. */
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "bootstrap/wire.h"
+#include "util/seal.h"
 
 #define REQUIRE(cond) \
   do {                \
@@ -88,6 +90,50 @@ static void fuzz_fail(const uint8_t* d, size_t n) {
   REQUIRE(n == WIRE_FAIL_BYTES && memcmp(again, d, n) == 0);
 }
 
+/* Sealed frames under a fixed connection (the key, hello and nonce above; the first record):
+ * whatever opens must be what the sealer makes of the plaintext it opened to, byte for byte, so no
+ * mutation of a genuine record opens. */
+static void seal_pair(struct seal* tx, struct seal* rx) {
+  REQUIRE(seal_derive(fail_key, fail_hello, WIRE_HELLO_BYTES, fail_nonce, WIRE_NONCE_BYTES, SEAL_CLIENT, tx, NULL) ==
+          mscclppSuccess);
+  REQUIRE(seal_derive(fail_key, fail_hello, WIRE_HELLO_BYTES, fail_nonce, WIRE_NONCE_BYTES, SEAL_SERVER, NULL, rx) ==
+          mscclppSuccess);
+}
+
+static void fuzz_sealed(const uint8_t* d, size_t n) {
+  struct wire_frame f;
+  if (n < WIRE_FRAME_BYTES + SEAL_OVERHEAD || wire_decode_frame(d, WIRE_FRAME_BYTES, &f) != mscclppSuccess) return;
+  if (f.length != n - WIRE_FRAME_BYTES - SEAL_OVERHEAD) return;
+  struct seal tx = {.counter = 0}, rx = {.counter = 0};
+  seal_pair(&tx, &rx);
+  size_t len = (size_t)f.length;
+  uint8_t* plain = malloc(len + 1);
+  uint8_t* again = malloc(n);
+  REQUIRE(plain && again);
+  if (seal_open(&rx, d, WIRE_FRAME_BYTES, d + WIRE_FRAME_BYTES, len, plain, "fuzz") == mscclppSuccess) {
+    memcpy(again, d, WIRE_FRAME_BYTES);
+    REQUIRE(seal_record(&tx, d, WIRE_FRAME_BYTES, plain, len, again + WIRE_FRAME_BYTES) == mscclppSuccess);
+    REQUIRE(memcmp(again, d, n) == 0);
+  }
+  free(plain);
+  free(again);
+  seal_clear(&tx);
+  seal_clear(&rx);
+}
+
+static void seed_sealed(void (*add)(const void* data, size_t size), int32_t tag, const char* text) {
+  uint8_t buf[WIRE_FRAME_BYTES + 64 + SEAL_OVERHEAD];
+  size_t len = strlen(text);
+  struct wire_frame f = {.tag = tag, .length = len};
+  wire_encode_frame(&f, buf);
+  struct seal tx = {.counter = 0}, rx = {.counter = 0};
+  seal_pair(&tx, &rx);
+  REQUIRE(seal_record(&tx, buf, WIRE_FRAME_BYTES, text, len, buf + WIRE_FRAME_BYTES) == mscclppSuccess);
+  add(buf, WIRE_FRAME_BYTES + len + SEAL_OVERHEAD);
+  seal_clear(&tx);
+  seal_clear(&rx);
+}
+
 /* Valid encodings of every message kind, for fuzz_driver.c to start from. */
 void fuzz_target_seeds(void (*add)(const void* data, size_t size)) {
   union sock_addr a4 = {.sin = {.sin_family = AF_INET, .sin_port = htons(29500), .sin_addr.s_addr = htonl(0x7f000001)}};
@@ -113,6 +159,8 @@ void fuzz_target_seeds(void (*add)(const void* data, size_t size)) {
   wire_encode_fail(&x, fail_key, fail_hello, fail_nonce, buf), add(buf, WIRE_FAIL_BYTES);
   x = (struct wire_fail){.cause = WIRE_FAIL_FDS, .rank = -1, .value = 24, .other_rank = -1, .other_value = 16};
   wire_encode_fail(&x, fail_key, fail_hello, fail_nonce, buf), add(buf, WIRE_FAIL_BYTES);
+  seed_sealed(add, 7, "an endpoint name and a region key");
+  seed_sealed(add, 1, "");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -122,5 +170,6 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz_table(data, size);
   fuzz_frame(data, size);
   fuzz_fail(data, size);
+  fuzz_sealed(data, size);
   return 0;
 }

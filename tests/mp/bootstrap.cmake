@@ -95,3 +95,12 @@ foreach(c ${_initstall_cases})
   mpp_mp_test(bootstrap_initstall NRANKS ${n} ARGS ${stage} ${action} SOURCES ${_boot_dir}/bootstrap_initstall.c
               TESTNAME bootstrap_initstall_${stage}_${action}_n${n})
 endforeach()
+
+# The cost of the bootstrap's collectives (barrier, allgathers, send/recv round trip), results
+# checked; a short run in CI, `mscclpp-run -n 4 bin/bootstrap_bench 2000` to measure.
+mpp_mp_test(bootstrap_bench NRANKS 4 ARGS 50 SOURCES ${_boot_dir}/bootstrap_bench.c)
+
+# Sealed bootstrap payloads: a relay on rank 0's p2p connection to rank 1 sees no byte of a secret
+# pattern sent through it, and a byte it flips makes rank 1's recv fail naming rank 0
+# (tests/mp/bootstrap_sealed.c).
+mpp_mp_test(bootstrap_sealed NRANKS 2 SOURCES ${_boot_dir}/bootstrap_sealed.c)

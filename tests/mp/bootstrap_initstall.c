@@ -117,7 +117,7 @@ static void victim_act(void) {
 }
 
 /* The accepting side of a RING handshake by hand on rank 0's connection; returns that socket. */
-static int accept_ring(int lfd, const uint8_t key[WIRE_KEY_BYTES]) {
+static int accept_ring(int lfd, const uint8_t key[WIRE_KEY_BYTES], struct seal* rx) {
   struct pollfd p = {.fd = lfd, .events = POLLIN};
   CHECK_MSG(poll(&p, 1, 15000) == 1, "victim: no ring connection from rank 0 within 15 s");
   int fd = accept(lfd, NULL, NULL);
@@ -128,22 +128,28 @@ static int accept_ring(int lfd, const uint8_t key[WIRE_KEY_BYTES]) {
   CHECK(send(fd, chal, sizeof(chal), MSG_NOSIGNAL) == (ssize_t)sizeof(chal));
   CHECK_OK(sock_recv_all(fd, proof, sizeof(proof), time_deadline_ms(15000)));
   CHECK_MSG(auth_check_proof(key, hello, sizeof(hello), nonce, proof), "victim: rank 0's ring proof is wrong");
+  CHECK_OK(seal_derive(key, hello, sizeof(hello), nonce, sizeof(nonce), SEAL_SERVER, NULL, rx));
   return fd;
 }
 
 /* Init's barrier by hand: n-1 empty frames of operation 1 to rank 2, n-1 from rank 0 (heartbeats
- * skipped). */
-static void ring_check(int next_fd, int prev_fd) {
-  uint8_t hdr[WIRE_FRAME_BYTES];
+ * skipped), each frame's empty body sealed (util/seal.h) under the connection's keys. */
+static void ring_check(int next_fd, int prev_fd, struct seal* tx, struct seal* rx) {
+  uint8_t hdr[WIRE_FRAME_BYTES], rec[WIRE_FRAME_BYTES + SEAL_OVERHEAD];
   struct wire_frame f = {.tag = 1, .length = 0};
-  wire_encode_frame(&f, hdr);
-  for (int s = 0; s < nranks - 1; s++) CHECK(send(next_fd, hdr, sizeof(hdr), MSG_NOSIGNAL) == (ssize_t)sizeof(hdr));
+  wire_encode_frame(&f, rec);
+  for (int s = 0; s < nranks - 1; s++) {
+    CHECK_OK(seal_record(tx, rec, WIRE_FRAME_BYTES, NULL, 0, rec + WIRE_FRAME_BYTES));
+    CHECK(send(next_fd, rec, sizeof(rec), MSG_NOSIGNAL) == (ssize_t)sizeof(rec));
+  }
   for (int got = 0; got < nranks - 1;) {
     CHECK_OK(sock_recv_all(prev_fd, hdr, sizeof(hdr), time_deadline_ms(15000)));
     CHECK_OK(wire_decode_frame(hdr, sizeof(hdr), &f));
     if (f.tag == INT32_MIN) continue; /* a notice: a heartbeat */
     CHECK_MSG(f.tag == 1 && f.length == 0, "victim: unexpected frame (tag %d, %llu bytes) in init's barrier", (int)f.tag,
               (unsigned long long)f.length);
+    CHECK_OK(sock_recv_all(prev_fd, rec, SEAL_OVERHEAD, time_deadline_ms(15000)));
+    CHECK_OK(seal_open(rx, hdr, sizeof(hdr), rec, 0, rec, "rank 0"));
     got++;
   }
 }
@@ -165,11 +171,14 @@ static void fake_victim(const char* root_text) {
   if (strcmp(stage, "table") == 0) victim_act();
   int next_fd = mp_raw_connect(&addrs[(rank + 1) % nranks]);
   mp_hello_at(WIRE_KIND_RING, rank, nranks, port, hello);
-  CHECK_MSG(mp_handshake(next_fd, secret, hello), "the next rank did not prove the job's secret");
+  uint8_t nonce[WIRE_NONCE_BYTES];
+  struct seal tx = {.counter = 0}, rx = {.counter = 0};
+  CHECK_MSG(mp_handshake_kept(next_fd, secret, hello, nonce), "the next rank did not prove the job's secret");
+  CHECK_OK(seal_derive(key, hello, sizeof(hello), nonce, sizeof(nonce), SEAL_CLIENT, &tx, NULL));
   if (strcmp(stage, "ring") == 0) victim_act();
-  int prev_fd = accept_ring(lfd, key);
+  int prev_fd = accept_ring(lfd, key, &rx);
   if (strcmp(stage, "formed") == 0) victim_act();
-  ring_check(next_fd, prev_fd);
+  ring_check(next_fd, prev_fd, &tx, &rx);
   victim_act(); /* checked */
 }
 

@@ -125,11 +125,19 @@ static inline void mp_hello(int kind, int rank, int nranks, uint8_t out[WIRE_HEL
 /* The connecting side of a handshake by hand: sends hello, reads the challenge (15 s at most) and,
  * when it proves `secret`, sends our proof under it; otherwise sends a forged proof (what a
  * stranger can do). Returns 1 when the peer proved `secret`. */
+static inline int mp_handshake_kept(int fd, const uint8_t secret[WIRE_SECRET_BYTES], const uint8_t hello[WIRE_HELLO_BYTES],
+                                    uint8_t nonce_out[WIRE_NONCE_BYTES]);
 static inline int mp_handshake(int fd, const uint8_t secret[WIRE_SECRET_BYTES], const uint8_t hello[WIRE_HELLO_BYTES]) {
+  return mp_handshake_kept(fd, secret, hello, NULL);
+}
+/* The same, keeping the server's challenge nonce (NULL: not) for the connection's sealing keys. */
+static inline int mp_handshake_kept(int fd, const uint8_t secret[WIRE_SECRET_BYTES], const uint8_t hello[WIRE_HELLO_BYTES],
+                                    uint8_t nonce_out[WIRE_NONCE_BYTES]) {
   uint8_t key[WIRE_KEY_BYTES], chal[AUTH_CHALLENGE_BYTES], proof[AUTH_PROOF_BYTES];
   CHECK_OK(wire_boot_key(secret, key));
   CHECK(send(fd, hello, WIRE_HELLO_BYTES, MSG_NOSIGNAL) == WIRE_HELLO_BYTES);
   CHECK_OK(sock_recv_all(fd, chal, sizeof(chal), time_deadline_ms(15000)));
+  if (nonce_out) memcpy(nonce_out, chal + 8, WIRE_NONCE_BYTES);
   int quiet = err_quiet(1);
   int proved = auth_answer_challenge(key, hello, WIRE_HELLO_BYTES, chal, "peer", proof) == mscclppSuccess;
   err_quiet(quiet);

@@ -125,6 +125,10 @@ static void test_hello(void) {
   snprintf(speaks, sizeof(speaks), "version 1, this library speaks %d", WIRE_VERSION);
   CHECK(strstr(mscclppGetLastError(), speaks) != NULL);
   encode_hello(WIRE_KIND_ROOT, 0, 1, buf);
+  buf[4] = 3; /* the last version before payloads were sealed */
+  CHECK_RES(wire_decode_hello(buf, WIRE_HELLO_BYTES, &out), mscclppRemoteError);
+  CHECK(WIRE_VERSION == 4 && strstr(mscclppGetLastError(), "wire version 3, this library speaks 4") != NULL);
+  encode_hello(WIRE_KIND_ROOT, 0, 1, buf);
   buf[40] = 0; /* address family */
   CHECK_RES(wire_decode_hello(buf, WIRE_HELLO_BYTES, &out), mscclppRemoteError);
 }
