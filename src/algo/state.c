@@ -13,9 +13,8 @@
 /* Releases the state: scratch, connections and semaphores (abort: without waiting for peers). */
 static void state_fini(struct mscclppComm* comm, void* state, int abort) {
   (void)comm;
-  (void)abort;
   struct algo_comm* ac = state;
-  xh_free(ac->xh); /* first: its queued host steps use the CPU pipes */
+  xh_free(ac->xh, abort); /* first: its queued host steps use the CPU pipes */
   cpu_net_free(ac->net);
   cpu_hier_free(ac->hier);
   algo_win_free_all(ac);

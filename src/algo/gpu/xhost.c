@@ -62,7 +62,7 @@ mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out) {
       if (hier_size(lay, h) != x->lsize) x->uniform = 0;
     ac->xh = x;
   }
-  if (atomic_load_explicit((_Atomic int*)&x->failed, memory_order_acquire))
+  if (atomic_load_explicit(&x->failed, memory_order_acquire))
     return MPP_ERR(x->err, "GPU collectives across hosts: an earlier call failed in its host step: %s", x->msg);
   *out = x;
   return mscclppSuccess;
@@ -172,12 +172,12 @@ mscclppResult_t xh_h2d(void* dev, size_t dpitch, const void* host, size_t hpitch
 
 /* Records the first failure of a host step: later steps skip their work and later calls fail. */
 static void step_failed(struct gpu_xhost* x, mscclppResult_t res, const char* what) {
-  if (atomic_load_explicit((_Atomic int*)&x->failed, memory_order_acquire)) return;
+  if (atomic_load_explicit(&x->failed, memory_order_acquire)) return;
   x->err = res;
   snprintf(x->msg, sizeof(x->msg), "%s: %s", what, err_last());
   LOG_WARN_(LOG_SUB_ALGO, "GPU collectives across hosts: a host step failed (the calls after it fail): %s", x->msg);
   /* release: a thread that sees failed set reads err and msg as written above */
-  atomic_store_explicit((_Atomic int*)&x->failed, 1, memory_order_release);
+  atomic_store_explicit(&x->failed, 1, memory_order_release);
 }
 
 /* The host function: runs the step unless an earlier one failed. Makes no CUDA call (CUDA forbids
@@ -185,7 +185,7 @@ static void step_failed(struct gpu_xhost* x, mscclppResult_t res, const char* wh
 static void CUDART_CB step_run(void* arg) {
   struct xh_step* s = arg;
   struct gpu_xhost* x = s->x;
-  if (!atomic_load_explicit((_Atomic int*)&x->failed, memory_order_acquire)) {
+  if (!atomic_load_explicit(&x->failed, memory_order_acquire)) {
     mscclppResult_t res;
     if (s->ops != NULL) {
       res = cpu_p2p_run(s->ops, s->nops);
@@ -251,9 +251,14 @@ mscclppResult_t xh_host_p2p(struct gpu_xhost* x, void* stream, const struct p2p_
   return enqueue(x, stream, s);
 }
 
-void xh_free(struct gpu_xhost* x) {
+void xh_free(struct gpu_xhost* x, int abort) {
   if (x == NULL) return;
   if (x->ac->comm->cuda_dev >= 0) cudaSetDevice(x->ac->comm->cuda_dev);
+  if (abort) { /* a host step inside the rail returns Aborted instead of waiting out its peers */
+    if (x->rail) mscclppCommAbort(x->rail);
+    if (x->local) mscclppCommAbort(x->local);
+    x->rail = x->local = NULL;
+  }
   cudaDeviceSynchronize(); /* queued host steps use the stage and the pipes */
   if (x->local) mscclppCommDestroy(x->local);
   if (x->rail) mscclppCommDestroy(x->rail);
@@ -280,6 +285,6 @@ mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out) {
   return MPP_ERR(mscclppInvalidUsage, "GPU collectives: this library was built without CUDA");
 }
 
-void xh_free(struct gpu_xhost* x) { (void)x; }
+void xh_free(struct gpu_xhost* x, int abort) { (void)x, (void)abort; }
 
 #endif

@@ -21,7 +21,7 @@
  *
  * A host step that fails (a dead peer, a timeout) cannot fail its call, which has returned: it is
  * logged, the later host steps of the communicator do nothing, and every later call on the
- * communicator fails with that error. */
+ * communicator fails with that error. C only (host code). */
 #ifndef MPP_ALGO_GPU_XHOST_H_
 #define MPP_ALGO_GPU_XHOST_H_
 
@@ -46,22 +46,19 @@ struct gpu_xhost {
   size_t stage_bytes;
   struct xh_mem* retired;  /* stages replaced by larger ones: steps queued earlier may still use them */
   struct xh_step* kept;    /* the steps of captured calls: a graph may run them again */
-  int failed;              /* a host step failed (atomic: set by the host function's thread) */
+  _Atomic int failed;      /* a host step failed (set by the host function's thread) */
   mscclppResult_t err;
   char msg[512];
 };
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* The state of ac (GPU ranks on several hosts), made on first use (no communication). Fails with
  * the recorded error once a host step has failed. */
 mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out);
 /* The local and rail communicators (collective: every rank calls it in the same call). */
 mscclppResult_t xh_children(struct gpu_xhost* x);
-/* Releases everything, after waiting for the device (its queued host steps). */
-void xh_free(struct gpu_xhost* x);
+/* Releases everything, after waiting for the device (its queued host steps; abort: the child
+ * communicators are aborted first, so a step waiting on a peer there returns at once). */
+void xh_free(struct gpu_xhost* x, int abort);
 
 /* The stage, at least bytes long (a larger one replaces it: never while the stream is captured
  * once it was made, since graphs keep the old address; the old one lives until teardown). */
@@ -87,9 +84,5 @@ mscclppResult_t gpu_coll_host(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_coll_hier(struct algo_comm* ac, const struct algo_args* a);
 /* The ops of ac among ops[0..nops) (the CPU engine links each to its predecessor itself). */
 mscclppResult_t xh_p2p_comm(struct p2p_op* ops, int nops, struct algo_comm* ac);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* MPP_ALGO_GPU_XHOST_H_ */
