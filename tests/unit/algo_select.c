@@ -142,6 +142,21 @@ int main(void) {
       CHECK_MSG((strstr(two->name, "_hier") != NULL) == has_hier, "%s of %zu bytes on 2 hosts picked %s",
                 algo_coll_name((enum algo_coll)c), bytes, two->name);
     }
+  /* GPU ranks: on 2+ hosts every collective and size, eager or captured, takes a cross-host
+   * algorithm (gpu/xhost.h: the hierarchical family where it exists, else the host family), on one
+   * host never one. */
+  for (int c = 0; c < ALGO_COLL_SENDRECV; c++)
+    for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes <<= 4)
+      for (int captured = 0; captured < 2; captured++) {
+        int hier = c != ALGO_COLL_REDUCE && c != ALGO_COLL_ALLTOALL;
+        const struct algo_desc* one = NULL, * two = NULL;
+        CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 1, bytes, 7, captured, &one));
+        CHECK_OK(algo_select((enum algo_coll)c, mscclppRankGpu, 4, 2, bytes, 7, captured, &two));
+        CHECK_MSG(strstr(one->name, "_hier") == NULL && strstr(one->name, "_host") == NULL, "GPU %s on one host picked %s",
+                  algo_coll_name((enum algo_coll)c), one->name);
+        CHECK_MSG(strstr(two->name, hier ? "_hier" : "_host") != NULL, "GPU %s of %zu bytes on 2 hosts picked %s",
+                  algo_coll_name((enum algo_coll)c), bytes, two->name);
+      }
   /* The shipped H100 overlay parses and names only known algorithms; eager 2-rank calls of the
    * stage range take the staged ones there. */
   snprintf(path, sizeof(path), "%s/tuning/algo.h100.tsv", MPP_SOURCE_DIR);
@@ -156,6 +171,8 @@ int main(void) {
                "gpu_allreduce_stage") == 0);
   CHECK(strcmp(algo_table_lookup(&h, ALGO_COLL_ALLREDUCE, mscclppRankGpu, 2, 1, (size_t)16 << 20, 7, 1)->name,
                "gpu_allreduce_zc") == 0);
+  /* ... and only on one host: 2 hosts of one GPU each fall through to the cross-host rows */
+  CHECK(algo_table_lookup(&h, ALGO_COLL_ALLREDUCE, mscclppRankGpu, 2, 2, (size_t)16 << 20, 7, 0) == NULL);
   printf("algo_select: OK (table from %s)\n", algo_table_source());
   return 0;
 }
