@@ -49,7 +49,7 @@ __device__ void zc_reduce(const gpu_dev& d, const gx_plan& p, const gx_zc& z, ui
   int ndst = 0;
   dsts[ndst++] = p.dst + p.red_off + lo;
   for (int i = 1; i < d.nranks && z.put_reduced; i++) dsts[ndst++] = z.peer_dst[(d.rank + i) % d.nranks] + p.red_off + lo;
-  red_range_to<DT, OP>(dsts, ndst, srcs, d.nranks, n / sizeof(typename Ty<DT>::T), threadIdx.x, blockDim.x);
+  red_range_to<DT, OP, true>(dsts, ndst, srcs, d.nranks, n / sizeof(typename Ty<DT>::T), threadIdx.x, blockDim.x);
 }
 
 /* Staged calls (z.staged): the stage is the bulk region of the scratch, laid out like the buffer
