@@ -88,7 +88,7 @@ __device__ void bulk_reduce_out(const gpu_dev& d, const gx_plan& p, uint64_t k, 
     own = dst;
   }
   for (int r = 0; r < d.nranks; r++) srcs[r] = r == d.rank ? own : bulk_inbox(d, d.scratch, (uint32_t)(k & 1), r);
-  red_range<DT, OP>(dst, srcs, d.nranks, n / sizeof(T), threadIdx.x, blockDim.x);
+  red_range<DT, OP, true>(dst, srcs, d.nranks, n / sizeof(T), threadIdx.x, blockDim.x);
 }
 
 template <int DT, int OP>
