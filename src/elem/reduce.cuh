@@ -150,7 +150,8 @@ __device__ __forceinline__ uint64_t scale8(uint64_t p, elem_scalar s) {
  * them in local memory and the loads follow one another. PAR more than halves the time of a
  * reduction of 4 to 8 local sources that miss in L2 (one H200), but costs registers and code:
  * on one rank, where a zero-copy allreduce reduces one source, it made 1 and 16 MiB slower and
- * 256 MiB faster (docs/measurements.md). */
+ * 256 MiB faster; on 4 H100 ranks it made the zero-copy and staged allreduce 7-10% faster at 4 and
+ * 16 MiB and the bulk kernel's 2-4% (docs/measurements.md), so those use it. */
 template <int DT, int OP, bool PAR = false>
 __device__ __forceinline__ void red_range_to(char* const* dsts, int ndst, const char* const* srcs, int n, uint64_t count,
                                              uint32_t tid, uint32_t nt) {
