@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "nccl/nccl_common.h"
+#include "netns/netns_event.h"
 
 #define DETECT_LIMIT_S 2.0 /* the bound from the kill to the failing call's return */
 
@@ -352,27 +353,11 @@ static void run_all(const char* dir) {
 
 /* ---- a rank killed ---- */
 
-/* CLOCK_BOOTTIME in seconds: what /proc/uptime shows the harness. */
-static double boot_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The kill's time from $NETNS_DIR/event (written when the harness's kill returned), waiting up
- * to 5 s for it. */
+/* The event's time from $NETNS_DIR/event (written when the harness's kill or cut returned). */
 static double event_time(const char* dir) {
-  char path[4096];
-  snprintf(path, sizeof(path), "%s/event", dir);
-  for (int i = 0; i < 500; i++) {
-    FILE* f = fopen(path, "re");
-    double t = 0;
-    int ok = f && fscanf(f, "%lf", &t) == 1;
-    if (f) fclose(f);
-    if (ok) return t;
-    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-  }
-  NFAIL("rank %d: no event time in %s: this rank failed before the harness acted", rank, path);
+  double t = netns_event_time(dir);
+  if (t < 0) NFAIL("rank %d: no event time in %s/event: this rank failed before the harness acted", rank, dir);
+  return t;
 }
 
 static void announce(const char* dir) {
@@ -389,7 +374,7 @@ static void announce(const char* dir) {
 /* A survivor's failed call: a failure result, within the bound, naming the victim; the
  * communicator's async error says so too, and abort returns. */
 static int judge(ncclComm_t comm, int victim, ncclResult_t res, const char* dir) {
-  double at = boot_now();
+  double at = netns_boot_now();
   char e[1024], who[32];
   snprintf(e, sizeof(e), "%s", ncclGetLastError(comm));
   double late = at - event_time(dir);
@@ -402,9 +387,9 @@ static int judge(ncclComm_t comm, int victim, ncclResult_t res, const char* dir)
   ncclResult_t async = ncclSuccess;
   NOK(ncclCommGetAsyncError(comm, &async));
   if (async != res) NFAIL("rank %d: ncclCommGetAsyncError reports %d after the failure, want %d", rank, (int)async, (int)res);
-  double t0 = boot_now();
+  double t0 = netns_boot_now();
   NOK(ncclCommAbort(comm));
-  if (boot_now() - t0 >= DETECT_LIMIT_S) NFAIL("rank %d: ncclCommAbort took %.2f s", rank, boot_now() - t0);
+  if (netns_boot_now() - t0 >= DETECT_LIMIT_S) NFAIL("rank %d: ncclCommAbort took %.2f s", rank, netns_boot_now() - t0);
   nanosleep(&(struct timespec){1, 0}, NULL); /* the others fail on their own, not from our exit */
   return 0;
 }
@@ -418,12 +403,12 @@ static int run_fail(const char* dir, int victim) {
   double ready_at = -1;
   for (int it = 0;; it++) {
     if (rank == victim && it == 5) announce(dir);
-    if (it == 5) ready_at = boot_now();
+    if (it == 5) ready_at = netns_boot_now();
     ncclResult_t res = ncclAllReduce(in, out, N, ncclFloat32, ncclSum, comm, NULL);
     if (res != ncclSuccess) return judge(comm, victim, res, dir);
     float want = (float)nranks * (float)(nranks - 1) / 2.0f;
     if (out[7] != want) NFAIL("rank %d: iteration %d: %g, want %g", rank, it, (double)out[7], (double)want);
-    if (ready_at >= 0 && boot_now() - ready_at > 20.0) NFAIL("rank %d: the victim's fate was never noticed", rank);
+    if (ready_at >= 0 && netns_boot_now() - ready_at > 20.0) NFAIL("rank %d: the victim's fate was never noticed", rank);
   }
 }
 

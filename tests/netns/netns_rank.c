@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "mp/transport_mp.h"
+#include "netns/netns_event.h"
 
 #define FAIL_COUNT 4096
 #define DETECT_LIMIT_S 2.0 /* the bound, from the event to the failing call's return */
@@ -51,26 +52,11 @@ static void probe(int rph) {
   printf("netns_rank: rank %d of %d: local %d of %d; shm in the host, tcp across\n", rank, n, lrank, lsize);
 }
 
-/* CLOCK_BOOTTIME in seconds: what /proc/uptime shows the harness. */
-static double boot_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The event's time from $NETNS_DIR/event (written before the harness acts), waiting up to 5 s. */
+/* The event's time from $NETNS_DIR/event (written when the harness's kill or cut returned). */
 static double event_time(const char* dir) {
-  char path[512];
-  snprintf(path, sizeof(path), "%s/event", dir);
-  for (int i = 0; i < 500; i++) {
-    FILE* f = fopen(path, "re");
-    double t = 0;
-    int ok = f && fscanf(f, "%lf", &t) == 1;
-    if (f) fclose(f);
-    if (ok) return t;
-    usleep(10000);
-  }
-  TEST_FAIL("no event time in %s: this rank failed before the harness acted", path);
+  double t = netns_event_time(dir);
+  if (t < 0) TEST_FAIL("no event time in %s/event: this rank failed before the harness acted", dir);
+  return t;
 }
 
 static void announce(const char* dir) {
@@ -86,7 +72,7 @@ static void announce(const char* dir) {
 
 /* A failed call: names the victim (survivors) and came within the bound of the event. */
 static int judge(mscclppComm_t comm, int rank, int victim, mscclppResult_t res, const char* dir) {
-  double at = boot_now();
+  double at = netns_boot_now();
   char e[1024], who[32];
   snprintf(e, sizeof(e), "%s", mscclppGetLastError());
   mscclppCommAbort(comm); /* at once, as an application does */
