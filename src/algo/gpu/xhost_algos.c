@@ -122,6 +122,15 @@ static void lslice(size_t count, int L, int l, size_t* off, size_t* n) {
   *n = count - *off < per ? count - *off : per;
 }
 
+/* The elements per piece when `bufs` pieces of es-byte elements share a host step's stage (at
+ * most count), and the stage, large enough for them. */
+static mscclppResult_t rail_pieces(struct gpu_xhost* x, size_t count, size_t es, size_t bufs, size_t* piece, char** stage) {
+  size_t k = xh_piece(es) / bufs;
+  if (k == 0) k = 1;
+  *piece = k;
+  return xh_stage(x, bufs * (count < k ? count : k) * es, stage);
+}
+
 /* Allreduce: reduce-scatter inside the host, allreduce of each rank's slice along its rail (in
  * pieces through the stage), allgather inside the host. */
 static mscclppResult_t hier_allreduce(const struct hier_ctx* c) {
@@ -135,9 +144,9 @@ static mscclppResult_t hier_allreduce(const struct hier_ctx* c) {
   MPP_CHECK(local_launch(c, &p[0]));
   size_t off, n, es = a->es;
   lslice(a->count, L, x->lrank, &off, &n);
-  size_t piece = xh_piece(es);
+  size_t piece;
   char* stage;
-  MPP_CHECK(xh_stage(x, (n < piece ? n : piece) * es, &stage));
+  MPP_CHECK(rail_pieces(x, n, es, 1, &piece, &stage));
   for (size_t o = 0; o < n; o += piece) {
     size_t k = n - o < piece ? n - o : piece;
     char* dev = (char*)a->recv + (off + o) * es;
@@ -153,11 +162,9 @@ static mscclppResult_t hier_allgather(const struct hier_ctx* c) {
   const struct algo_args* a = c->a;
   struct gpu_xhost* x = c->x;
   int H = x->nhosts, L = x->lsize;
-  size_t es = a->es, block = a->count * es;
-  size_t piece = xh_piece(es) / (size_t)(1 + H);
-  if (piece == 0) piece = 1;
+  size_t es = a->es, block = a->count * es, piece;
   char* stage;
-  MPP_CHECK(xh_stage(x, (size_t)(1 + H) * (a->count < piece ? a->count : piece) * es, &stage));
+  MPP_CHECK(rail_pieces(x, a->count, es, (size_t)(1 + H), &piece, &stage));
   for (size_t o = 0; o < a->count; o += piece) {
     size_t k = a->count - o < piece ? a->count - o : piece, w = k * es;
     MPP_CHECK(xh_d2h(stage, w, (const char*)a->send + o * es, w, w, 1, a->stream));
@@ -184,11 +191,9 @@ static mscclppResult_t hier_reducescatter(const struct hier_ctx* c) {
   const struct algo_args* a = c->a;
   struct gpu_xhost* x = c->x;
   int H = x->nhosts, L = x->lsize;
-  size_t es = a->es;
-  size_t piece = xh_piece(es) / (size_t)(1 + H);
-  if (piece == 0) piece = 1;
+  size_t es = a->es, piece;
   char* stage;
-  MPP_CHECK(xh_stage(x, (size_t)(1 + H) * (a->count < piece ? a->count : piece) * es, &stage));
+  MPP_CHECK(rail_pieces(x, a->count, es, (size_t)(1 + H), &piece, &stage));
   for (size_t o = 0; o < a->count; o += piece) {
     size_t k = a->count - o < piece ? a->count - o : piece, w = k * es;
     char* dev = (char*)a->recv + o * es;
@@ -229,10 +234,10 @@ static mscclppResult_t hier_broadcast(const struct hier_ctx* c) {
     b.maxlen = block;
     MPP_CHECK(local_launch(c, &b));
   }
-  size_t off, n, piece = xh_piece(es);
+  size_t off, n, piece;
   lslice(a->count, L, x->lrank, &off, &n);
   char* stage;
-  MPP_CHECK(xh_stage(x, (n < piece ? n : piece) * es, &stage));
+  MPP_CHECK(rail_pieces(x, n, es, 1, &piece, &stage));
   for (size_t o = 0; o < n; o += piece) {
     size_t w = (n - o < piece ? n - o : piece) * es;
     char* dev = (char*)a->recv + (off + o) * es;
