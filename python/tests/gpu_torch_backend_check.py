@@ -7,7 +7,9 @@ Every operation on CUDA tensors compared with an NCCL group's result (exact: sma
 stream semantics of async work (the side stream waits for the caller's stream, wait() orders the
 caller's stream after it, also on a non-default stream), CPU tensors through the same group on a GPU
 machine, a CUDA-graph capture of all_reduce replayed with new data, DDP against DDP over NCCL, and a
-few timings. Prints one line per check on rank 0 and exits 1 if any rank failed."""
+few timings. Prints one line per check on rank 0 and exits 1 if any rank failed.
+TORCH_XHOSTS=H makes the ranks H stand-in hosts (rank r on host r*H/N: MSCCLPP_HOSTID for
+mscclpp, NCCL_HOSTID for the NCCL group), so every operation of both crosses hosts."""
 import os
 import sys
 import time
@@ -333,7 +335,16 @@ def timing(rank, n, dev, nc):
     torch.cuda.synchronize()
 
 
+def stand_in_host():
+    """TORCH_XHOSTS=H: this rank's host id, set before any communicator is made."""
+    hosts = int(os.environ.get("TORCH_XHOSTS", "0"))
+    if hosts > 0:
+        host = "xh%d" % (int(os.environ["RANK"]) * hosts // int(os.environ["WORLD_SIZE"]))
+        os.environ["MSCCLPP_HOSTID"] = os.environ["NCCL_HOSTID"] = host
+
+
 def main():
+    stand_in_host()
     local = int(os.environ.get("LOCAL_RANK", 0))
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
