@@ -142,6 +142,12 @@ int main(void) {
       CHECK_MSG((strstr(two->name, "_hier") != NULL) == has_hier, "%s of %zu bytes on 2 hosts picked %s",
                 algo_coll_name((enum algo_coll)c), bytes, two->name);
     }
+  /* 2 CPU ranks on 2 hosts: all-pairs (one exchange) up to 64 KiB, hierarchical above. */
+  const struct algo_desc* two_hosts = NULL;
+  CHECK_OK(algo_select(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 2, 2, 4096, 7, 0, &two_hosts));
+  CHECK(strcmp(two_hosts->name, "cpu_allreduce_allpairs") == 0);
+  CHECK_OK(algo_select(ALGO_COLL_ALLREDUCE, mscclppRankCpu, 2, 2, (size_t)1 << 20, 7, 0, &two_hosts));
+  CHECK(strcmp(two_hosts->name, "cpu_allreduce_hier") == 0);
   /* GPU ranks: on 2+ hosts every collective and size, eager or captured, takes a cross-host
    * algorithm (gpu/xhost.h: the hierarchical family where it exists, else the host family), on one
    * host never one. */
