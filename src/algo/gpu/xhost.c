@@ -172,7 +172,8 @@ mscclppResult_t xh_h2d(void* dev, size_t dpitch, const void* host, size_t hpitch
 
 /* Records the first failure of a host step: later steps skip their work and later calls fail. */
 static void step_failed(struct gpu_xhost* x, mscclppResult_t res, const char* what) {
-  if (atomic_load_explicit(&x->failed, memory_order_acquire)) return;
+  int none = 0; /* one writer of err and msg, should host steps of two streams fail at once */
+  if (!atomic_compare_exchange_strong(&x->failing, &none, 1)) return;
   x->err = res;
   snprintf(x->msg, sizeof(x->msg), "%s: %s", what, err_last());
   LOG_WARN_(LOG_SUB_ALGO, "GPU collectives across hosts: a host step failed (the calls after it fail): %s", x->msg);
@@ -207,15 +208,17 @@ static void CUDART_CB step_run(void* arg) {
 }
 
 static mscclppResult_t enqueue(struct gpu_xhost* x, void* stream, struct xh_step* s) {
-  s->x = x;
-  s->kept = gpu_stream_captured(stream);
+  /* kept is decided before the launch: an eager step may have run, and freed itself, by the time
+   * cudaLaunchHostFunc returns, so s is not read after it then */
+  int kept = gpu_stream_captured(stream);
+  s->x = x, s->kept = kept;
   cudaError_t e = cudaLaunchHostFunc((cudaStream_t)stream, step_run, s);
   if (e != cudaSuccess) {
     free(s->ops);
     free(s);
     return gpu_cuda_check(e, "queueing a host step (cudaLaunchHostFunc)");
   }
-  if (s->kept) s->next = x->kept, x->kept = s;
+  if (kept) s->next = x->kept, x->kept = s;
   return mscclppSuccess;
 }
 

@@ -46,7 +46,8 @@ struct gpu_xhost {
   size_t stage_bytes;
   struct xh_mem* retired;  /* stages replaced by larger ones: steps queued earlier may still use them */
   struct xh_step* kept;    /* the steps of captured calls: a graph may run them again */
-  _Atomic int failed;      /* a host step failed (set by the host function's thread) */
+  _Atomic int failing;     /* claimed by the first host step that failed (it writes err, msg) */
+  _Atomic int failed;      /* set once err and msg are written: every later call fails with them */
   mscclppResult_t err;
   char msg[512];
 };
