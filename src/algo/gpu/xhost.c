@@ -15,6 +15,7 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/timeutil.h"
 
 size_t xh_piece(size_t es) {
   int64_t p = param_int(PARAM_ALGO_GPU_HOST_CHUNK);
@@ -42,10 +43,11 @@ struct xh_step {
   struct algo_args a;
   int divide;
   const void* scalar; /* pinned copy of a device-resident premulsum scalar, read when the step runs */
-  struct p2p_op* ops; /* sends/receives (NULL for a collective) */
-  int nops;
+  struct p2p_op* ops; /* sends/receives (nops of them; 0: a collective), ops_cap long */
+  int nops, ops_cap;
   int kept; /* captured: stays for the graph's later runs (freed at teardown) */
-  struct xh_step* next;
+  struct xh_step* next;     /* on x->idle */
+  struct xh_step* all_next; /* on x->all */
 };
 
 mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out) {
@@ -58,6 +60,7 @@ mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out) {
     x->ac = ac, x->lay = lay, x->nhosts = lay->nhosts;
     x->host = lay->host_of[ac->rank], x->lrank = lay->local_of[ac->rank], x->lsize = hier_size(lay, x->host);
     x->uniform = 1;
+    pthread_mutex_init(&x->pool_lock, NULL);
     for (int h = 0; h < lay->nhosts; h++)
       if (hier_size(lay, h) != x->lsize) x->uniform = 0;
     ac->xh = x;
@@ -170,12 +173,56 @@ mscclppResult_t xh_h2d(void* dev, size_t dpitch, const void* host, size_t hpitch
   return copy2d(dev, dpitch, host, hpitch, width, rows, cudaMemcpyHostToDevice, stream);
 }
 
-/* Records the first failure of a host step: later steps skip their work and later calls fail. */
-static void step_failed(struct gpu_xhost* x, mscclppResult_t res, const char* what) {
+/* Returns s to the idle records (a host function's last touch of it, or a step never queued). */
+static void step_give_back(struct gpu_xhost* x, struct xh_step* s) {
+  pthread_mutex_lock(&x->pool_lock);
+  s->next = x->idle, x->idle = s;
+  pthread_mutex_unlock(&x->pool_lock);
+}
+
+/* A step record for the next host step, its ops array at least nops long: an idle one when there
+ * is one, so that a call allocates nothing once the pool has grown to what is in flight. */
+static mscclppResult_t step_take(struct gpu_xhost* x, int nops, struct xh_step** out) {
+  pthread_mutex_lock(&x->pool_lock);
+  struct xh_step* s = x->idle;
+  if (s != NULL) x->idle = s->next;
+  pthread_mutex_unlock(&x->pool_lock);
+  if (s == NULL) {
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
+    s->all_next = x->all, x->all = s; /* x->all is only touched on the calling thread */
+  }
+  if (nops > s->ops_cap) {
+    struct p2p_op* ops = realloc(s->ops, (size_t)nops * sizeof(*ops));
+    if (ops == NULL) {
+      step_give_back(x, s);
+      return MPP_ERR(mscclppSystemError, "GPU send/recv across hosts: out of host memory for %d ops", nops);
+    }
+    s->ops = ops, s->ops_cap = nops;
+  }
+  struct p2p_op* ops = s->ops;
+  struct xh_step* all_next = s->all_next;
+  int cap = s->ops_cap;
+  memset(s, 0, sizeof(*s));
+  s->ops = ops, s->ops_cap = cap, s->all_next = all_next, s->x = x;
+  *out = s;
+  return mscclppSuccess;
+}
+
+/* Records the first failure of a host step: later steps skip their work and later calls fail. A
+ * step on the rail names the rail's ranks, which the message then translates (rail rank h is the
+ * rank of this local index on host h). */
+static void step_failed(struct gpu_xhost* x, const struct xh_step* s, mscclppResult_t res, const char* what) {
   int none = 0; /* one writer of err and msg, should host steps of two streams fail at once */
   if (!atomic_compare_exchange_strong(&x->failing, &none, 1)) return;
   x->err = res;
-  snprintf(x->msg, sizeof(x->msg), "%s: %s", what, err_last());
+  int n = snprintf(x->msg, sizeof(x->msg), "%s: %s", what, err_last());
+  if (s->cac != x->ac && n > 0 && (size_t)n < sizeof(x->msg)) {
+    n += snprintf(x->msg + n, sizeof(x->msg) - (size_t)n, " (ranks of the rail between hosts; rail rank h is rank");
+    for (int h = 0; h < x->nhosts && n > 0 && (size_t)n < sizeof(x->msg); h++)
+      n += snprintf(x->msg + n, sizeof(x->msg) - (size_t)n, "%s %d", h ? "," : "", hier_rank(x->lay, h, x->lrank));
+    if (n > 0 && (size_t)n < sizeof(x->msg)) snprintf(x->msg + n, sizeof(x->msg) - (size_t)n, " of the communicator)");
+  }
   LOG_WARN_(LOG_SUB_ALGO, "GPU collectives across hosts: a host step failed (the calls after it fail): %s", x->msg);
   /* release: a thread that sees failed set reads err and msg as written above */
   atomic_store_explicit(&x->failed, 1, memory_order_release);
@@ -186,53 +233,52 @@ static void step_failed(struct gpu_xhost* x, mscclppResult_t res, const char* wh
 static void CUDART_CB step_run(void* arg) {
   struct xh_step* s = arg;
   struct gpu_xhost* x = s->x;
+  uint64_t t0 = time_now_ns();
   if (!atomic_load_explicit(&x->failed, memory_order_acquire)) {
     mscclppResult_t res;
-    if (s->ops != NULL) {
+    if (s->nops > 0) {
       res = cpu_p2p_run(s->ops, s->nops);
-      if (res != mscclppSuccess) step_failed(x, res, "send/recv");
+      if (res != mscclppSuccess) step_failed(x, s, res, "send/recv");
     } else {
       if (s->scalar != NULL) s->a.scalar = elem_scalar_from(s->scalar, s->a.dtype);
       res = s->d->run(s->cac, &s->a);
-      if (res != mscclppSuccess) step_failed(x, res, s->d->name);
+      if (res != mscclppSuccess) step_failed(x, s, res, s->d->name);
       else if (s->divide > 0) {
         const void* src = s->a.recv;
         elem_reduce(s->a.recv, &src, 1, s->a.count, s->a.dtype, ELEM_OP_AVG, s->divide, NULL);
       }
     }
   }
-  if (!s->kept) {
-    free(s->ops);
-    free(s);
-  }
+  /* relaxed: statistics only; teardown reads them after synchronizing the device */
+  atomic_fetch_add_explicit(&x->step_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&x->step_ns, time_now_ns() - t0, memory_order_relaxed);
+  if (!s->kept) step_give_back(x, s);
 }
 
 static mscclppResult_t enqueue(struct gpu_xhost* x, void* stream, struct xh_step* s) {
-  /* kept is decided before the launch: an eager step may have run, and freed itself, by the time
-   * cudaLaunchHostFunc returns, so s is not read after it then */
+  /* kept is decided before the launch: an eager step may have run, and gone back to the pool (and
+   * out again to another thread's call), by the time cudaLaunchHostFunc returns */
   int kept = gpu_stream_captured(stream);
   s->x = x, s->kept = kept;
   cudaError_t e = cudaLaunchHostFunc((cudaStream_t)stream, step_run, s);
   if (e != cudaSuccess) {
-    free(s->ops);
-    free(s);
+    step_give_back(x, s);
     return gpu_cuda_check(e, "queueing a host step (cudaLaunchHostFunc)");
   }
-  if (kept) s->next = x->kept, x->kept = s;
-  return mscclppSuccess;
+  return mscclppSuccess; /* a kept step never goes back to the pool: teardown frees it (x->all) */
 }
 
 mscclppResult_t xh_host_coll(struct gpu_xhost* x, void* stream, struct algo_comm* cac, const struct algo_desc* d,
                              const struct algo_args* a, int divide) {
-  struct xh_step* s = calloc(1, sizeof(*s));
-  if (s == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
+  struct xh_step* s;
+  MPP_CHECK(step_take(x, 0, &s));
   s->cac = cac, s->d = d, s->a = *a, s->divide = divide;
   if (a->op == ELEM_OP_PREMUL && a->scalar_dev != NULL) { /* the value when the step runs, as a kernel would read it */
     char* stage;
     mscclppResult_t res = xh_stage(x, 0, &stage);
     if (res == mscclppSuccess) res = xh_d2h(x->stage, a->es, a->scalar_dev, a->es, a->es, 1, stream);
     if (res != mscclppSuccess) {
-      free(s);
+      step_give_back(x, s);
       return res;
     }
     s->scalar = x->stage;
@@ -243,14 +289,10 @@ mscclppResult_t xh_host_coll(struct gpu_xhost* x, void* stream, struct algo_comm
 }
 
 mscclppResult_t xh_host_p2p(struct gpu_xhost* x, void* stream, const struct p2p_op* ops, int nops) {
-  struct xh_step* s = calloc(1, sizeof(*s));
-  struct p2p_op* copy = calloc((size_t)nops, sizeof(*copy));
-  if (s == NULL || copy == NULL) {
-    free(s), free(copy);
-    return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
-  }
-  memcpy(copy, ops, (size_t)nops * sizeof(*copy));
-  s->ops = copy, s->nops = nops;
+  struct xh_step* s;
+  MPP_CHECK(step_take(x, nops, &s));
+  memcpy(s->ops, ops, (size_t)nops * sizeof(*ops));
+  s->nops = nops;
   return enqueue(x, stream, s);
 }
 
@@ -265,12 +307,19 @@ void xh_free(struct gpu_xhost* x, int abort) {
   cudaDeviceSynchronize(); /* queued host steps use the stage and the pipes */
   if (x->local) mscclppCommDestroy(x->local);
   if (x->rail) mscclppCommDestroy(x->rail);
-  while (x->kept) {
-    struct xh_step* s = x->kept;
-    x->kept = s->next;
+  int records = 0;
+  while (x->all) { /* idle, kept, and any a failed launch left: every host function has run */
+    struct xh_step* s = x->all;
+    records++;
+    x->all = s->all_next;
     free(s->ops);
     free(s);
   }
+  LOG_INFO_(LOG_SUB_ALGO, "GPU collectives across hosts: %llu host steps ran for %.3f ms in all; %d step records "
+            "were made (the most in flight, and those kept by graphs)", (unsigned long long)atomic_load(&x->step_count),
+            (double)atomic_load(&x->step_ns) / 1e6, records);
+  free(x->p2p_tmp);
+  pthread_mutex_destroy(&x->pool_lock);
   while (x->retired) {
     struct xh_mem* m = x->retired;
     x->retired = m->next;

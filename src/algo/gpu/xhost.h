@@ -25,6 +25,7 @@
 #ifndef MPP_ALGO_GPU_XHOST_H_
 #define MPP_ALGO_GPU_XHOST_H_
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include <mscclpp/comm.h>
@@ -45,7 +46,13 @@ struct gpu_xhost {
   char* stage;          /* pinned host memory, stage_bytes */
   size_t stage_bytes;
   struct xh_mem* retired;  /* stages replaced by larger ones: steps queued earlier may still use them */
-  struct xh_step* kept;    /* the steps of captured calls: a graph may run them again */
+  struct xh_step* all;     /* every step record made (freed at teardown; a captured call's stays in
+                            * use for its graph's later runs, an eager one's goes back to idle) */
+  struct xh_step* idle;    /* records free for the next eager step, under pool_lock */
+  pthread_mutex_t pool_lock; /* the calling thread takes records, host functions give them back */
+  _Atomic unsigned long long step_count, step_ns; /* host steps run and their time (logged at teardown) */
+  struct p2p_op* p2p_tmp;  /* a group's staged ops, built on the calling thread (p2p_cap long) */
+  int p2p_cap;
   _Atomic int failing;     /* claimed by the first host step that failed (it writes err, msg) */
   _Atomic int failed;      /* set once err and msg are written: every later call fails with them */
   mscclppResult_t err;

@@ -32,8 +32,12 @@ mscclppResult_t xh_p2p_comm(struct p2p_op* ops, int nops, struct algo_comm* ac) 
       if (stream == NULL) stream = ops[i].stream;
       total += (ops[i].bytes + 63) & ~(size_t)63, n++;
     }
-  struct p2p_op* host = calloc((size_t)n, sizeof(*host));
-  if (host == NULL) return MPP_ERR(mscclppSystemError, "send/recv across hosts: out of host memory");
+  if (n > x->p2p_cap) { /* grows to the largest group seen: later groups allocate nothing */
+    struct p2p_op* more = realloc(x->p2p_tmp, (size_t)n * sizeof(*more));
+    if (more == NULL) return MPP_ERR(mscclppSystemError, "send/recv across hosts: out of host memory for %d ops", n);
+    x->p2p_tmp = more, x->p2p_cap = n;
+  }
+  struct p2p_op* host = x->p2p_tmp;
   char* stage = NULL;
   mscclppResult_t res = xh_stage(x, total, &stage);
   size_t off = 0;
@@ -51,7 +55,6 @@ mscclppResult_t xh_p2p_comm(struct p2p_op* ops, int nops, struct algo_comm* ac) 
     if (!ops[i].is_send) res = xh_h2d(ops[i].buf, ops[i].bytes, host[j].buf, ops[i].bytes, ops[i].bytes, 1, stream);
     j++;
   }
-  free(host);
   return res;
 }
 
