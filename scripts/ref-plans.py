@@ -10,7 +10,7 @@ package holding the reference's `language/` and `default_algos/` on PYTHONPATH, 
 of python/mscclpp/language/tests/{single_node,multi_node}, python/mscclpp/default_algos and
 test/executor-tests/algos (with --unit, also language/tests/unit_tests) for each rank count it accepts, writes each plan under DIR, then runs
 `mscclpp-plan run PLAN -n N --cpu` (plans of 2 nodes with --hosts 2, so the two halves meet over
-tcp) and prints one row per plan: the program, ranks, collective, and the outcome.
+tcp; on GPU ranks, --gpu, too: they reach the other half through port channels over tcp or net) and prints one row per plan: the program, ranks, collective, and the outcome.
 
 With --plans DIR instead of REF it runs plans generated earlier (a GPU machine has no reference
 and no DSL): every plan in DIR. --time then also times each collective plan against the built-in
@@ -130,7 +130,7 @@ def generate(prog: Path, args: list, name: str, tbg: int, pythonpath: Path, out:
 
 def run_plan(tool: str, plan: Path, n: int, hosts: int, size: str, gpu: bool) -> tuple[bool, str]:
     cmd = [tool, "run", str(plan), "-n", str(n), "--size", size, "--gpu" if gpu else "--cpu"]
-    if hosts > 1 and not gpu:
+    if hosts > 1:  # stand-in hosts: GPU ranks of the two halves then meet through port channels only
         cmd += ["--hosts", str(hosts)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)

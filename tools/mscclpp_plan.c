@@ -59,7 +59,10 @@ static const struct cli_opt run_opts[] = {
     {"--cpu", NULL, "CPU ranks (the default)"},
     {"--gpu", NULL, "GPU ranks: one GPU per local rank, buffers from cudaMalloc, calls on a stream"},
     {"--ll8", NULL, "LL plans with LL8 packets (GPU ranks)"},
-    {"--hosts", "H", "CPU rank r acts as a rank of host r % H (ranks of different hosts meet over tcp)"},
+    {"--hosts", "H", "stand-in hosts (MSCCLPP_HOSTID): CPU rank r acts as a rank of host r % H, GPU ranks\n"
+                     "fill hosts in consecutive blocks of RANKS/H (a multi-node plan's layout); ranks of\n"
+                     "different hosts meet over tcp (net with MSCCLPP_NET_TRANSPORT=on), GPU ranks through\n"
+                     "port channels only"},
     {"-h, --help", NULL, "this help"},
     {NULL, NULL, NULL}};
 static const struct cli_opt draw_opts[] = {
@@ -408,7 +411,6 @@ static int parse_run(int argc, char** argv, struct opts* o) {
   }
   if (!o->nfiles) return cli_usage_error(TOOL " run", "no plan FILE given"), -1;
   if (o->ll8 && !o->gpu) return cli_usage_error(TOOL " run", "--ll8 is for GPU ranks (--gpu)"), -1;
-  if (o->hosts && o->gpu) return cli_usage_error(TOOL " run", "--hosts is for CPU ranks"), -1;
   o->file = o->files[0];
   return 0;
 }
@@ -636,11 +638,16 @@ static int worker(struct opts* o) {
   mscclppPlan_t plans[MAX_FILES] = {0};
   int rank = -1, n = 0, rc = 0;
   if (o->gpu && gpu_setup(o, &cfg)) return 1;
-  if (o->hosts > 0) { /* rank r acts as a rank of host r % H: ranks of different hosts meet over tcp */
+  if (o->hosts > 0) { /* stand-in hosts: ranks of different hosts meet over tcp (or net) */
     char id[64];
     const char* r = getenv("MSCCLPP_RANK");
-    snprintf(id, sizeof(id), "plan-host-%d", (r ? atoi(r) : 0) % o->hosts);
-    setenv("MSCCLPP_HOST_ID", id, 1);
+    const char* ws = getenv("MSCCLPP_WORLD_SIZE");
+    int me = r ? atoi(r) : 0, n = ws ? atoi(ws) : o->n, per = n >= o->hosts ? n / o->hosts : 1;
+    /* CPU ranks: host r % H (neighbours apart); GPU ranks: consecutive blocks, as a multi-node
+     * plan lays out its gpus (gpus_per_node on each node) */
+    int host = o->gpu ? (me / per < o->hosts ? me / per : o->hosts - 1) : me % o->hosts;
+    snprintf(id, sizeof(id), "plan-host-%d", host);
+    setenv("MSCCLPP_HOSTID", id, 1);
   }
   TRY(mscclppCommInitFromEnv(&comm, &cfg), "communicator");
   mscclppCommRank(comm, &rank), mscclppCommSize(comm, &n);

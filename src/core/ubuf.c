@@ -13,6 +13,7 @@ void ubuf_init(struct ubuf_cache* uc, struct mscclppComm* comm, int rank, int de
 
 #include "core/comm.h"
 #include "core/regmem.h"
+#include "transport/transport.h"
 #include "sys/cudawrap.h"
 #include "util/err.h"
 
@@ -96,9 +97,11 @@ mscclppResult_t ubuf_import_get(struct ubuf_cache* uc, int peer, uint64_t id, co
   int owner = -1;
   MPP_CHECK(mscclppRegMemDeserialize(uc->comm, blob, len, &mem));
   mscclppResult_t res = mscclppRegMemInfo(mem, &base, NULL, &owner);
-  if (res == mscclppSuccess && (owner != peer || base == NULL))
+  /* a peer of another host is reached through port channels only: its memory is not mapped here */
+  int mapped = transport_same_host(&uc->comm->tc, peer);
+  if (res == mscclppSuccess && (owner != peer || (base == NULL && mapped)))
     res = MPP_ERR(mscclppInvalidUsage, "%s (rank %d): rank %d's buffer %s", uc->who, uc->rank, peer,
-                  owner != peer ? "was described by another rank" : "is not mapped here (GPU ranks of one host only)");
+                  owner != peer ? "was described by another rank" : "is not mapped here");
   if (res != mscclppSuccess) {
     regmem_free(mem);
     return res;

@@ -30,7 +30,7 @@ struct ubuf_import {
   int peer;
   uint64_t id;
   mscclppRegMem_t mem;
-  char* base;
+  char* base; /* mapped here; NULL for a peer of another host (reached through port channels only) */
 };
 
 struct ubuf_cache {

@@ -46,9 +46,10 @@ mscclppResult_t exec_plan(struct mscclppComm* comm, struct mscclppPlan* plan, co
                    fn, plan->file);
   MPP_CHECK_ARG(packet == mscclppPacketLL16 || packet == mscclppPacketLL8,
                 "%s: packet format %d; mscclppPacketLL16 (0) or mscclppPacketLL8 (1)", fn, (int)packet);
-  if (comm->kind == mscclppRankGpu && !exec_supports_kind(comm))
-    return MPP_ERR(mscclppInvalidUsage, "%s: %s: the GPU executor reaches peers through cuda-ipc only and some rank "
-                   "of this communicator is on another host", fn, plan->file);
+  char why[400];
+  if (exec_plan_unfit(comm, plan, why, sizeof(why)))
+    return MPP_ERR(mscclppInvalidUsage, "%s: %s: the ranks of this communicator are on several hosts and the plan's %s",
+                   fn, plan->file, why);
   if (comm->kind == mscclppRankGpu)
     return exec_gpu_run(comm, plan, sendbuff, recvbuff, sendBytes, recvBytes, (int)datatype, stream,
                         packet == mscclppPacketLL8 ? EXEC_GPU_LL8 : EXEC_GPU_LL16);

@@ -7,10 +7,18 @@
 
 struct mscclppComm;
 
-/* Nonzero when mscclppExecutePlan runs plans on this communicator: CPU ranks (peers of other hosts
- * over tcp); GPU ranks in CUDA builds when every rank is on this host. Otherwise the collectives
- * leave registered plans aside and use the built-in algorithms. */
+struct mscclppPlan;
+
+/* Nonzero when mscclppExecutePlan runs plans on this communicator's rank kind: CPU ranks (peers of
+ * other hosts over tcp or net); GPU ranks in CUDA builds (peers of other hosts through port
+ * channels only: exec_plan_unfit). Otherwise the collectives use the built-in algorithms. */
 int exec_supports_kind(const struct mscclppComm* comm);
+
+/* GPU ranks on several hosts: nonzero, with why (the gpu, threadblock, op or channel), when plan
+ * would have one rank load or store another host's memory (a memory or switch channel across
+ * hosts, or a remote reference that is not a port put's destination). Every rank decides the same
+ * (it reads every rank's part of the plan). 0 for CPU ranks and for GPU ranks of one host. */
+int exec_plan_unfit(const struct mscclppComm* comm, const struct mscclppPlan* plan, char* why, size_t len);
 
 /* mscclppExecutePlanPacket without the plan-handle lookup, for the library's own plans (the plan
  * registry's, which are no user's handles). */

@@ -19,3 +19,6 @@ foreach(variant xh xhg xhh xhp)
   mpp_gpu_test(coll_gpu NRANKS 4 TESTNAME coll_gpu_${variant}_n4 ARGS ${variant} SOURCES ${GDIR}/coll_gpu.c)
 endforeach()
 mpp_gpu_test(coll_gpu NRANKS 2 TESTNAME coll_gpu_xh_n2 ARGS xh SOURCES ${GDIR}/coll_gpu.c)
+# A rank of host 1 exits mid-run: every survivor's calls fail within a bound (xhost_kill.c).
+mpp_gpu_test(xhost_kill NRANKS 4 SOURCES ${GDIR}/xhost_kill.c)
+set_tests_properties(xhost_kill_n4 PROPERTIES TIMEOUT 90 ENVIRONMENT "MSCCLPP_DEVICE_WAIT_TIMEOUT=5000;MSCCLPP_LOG_LEVEL=warn")

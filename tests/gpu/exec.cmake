@@ -17,3 +17,27 @@ if(Python3_Interpreter_FOUND)
                          ENVIRONMENT "MSCCLPP_DEVICE_WAIT_TIMEOUT=20000;MSCCLPP_LOG_LEVEL=warn")
   endforeach()
 endif()
+
+# Plans on GPU ranks of two stand-in hosts (mscclpp-plan --hosts 2: MSCCLPP_HOSTID for ranks 0-1 and
+# 2-3, as a two-node plan lays out its gpus): each half reaches the other through port channels over
+# tcp (the _net variants: libfabric's net transport), results checked exactly, LL plans with their
+# ppkt over port channels as proxy puts. A plan with a memory channel across the hosts is refused
+# on every rank, naming the channel, before anything is set up. (The reference DSL's own two-node
+# plans: scripts/ref-plans.py --plans DIR --gpu, not in the tree.)
+set(_xh_plans allreduce_max_port_n4 dsl_allreduce_port_ppkt_n4)
+foreach(pname ${_xh_plans})
+  foreach(tr tcp net)
+    add_test(NAME exec_gpu_xh_${tr}_${pname} COMMAND mscclpp-plan run ${CMAKE_CURRENT_BINARY_DIR}/plans/${pname}.json
+             -n 4 --gpu --hosts 2 --size 4096,1000,200000 --iters 2)
+    set(_env "MSCCLPP_DEVICE_WAIT_TIMEOUT=20000;MSCCLPP_LOG_LEVEL=warn")
+    if(tr STREQUAL "net")
+      set(_env "${_env};MSCCLPP_NET_TRANSPORT=on")
+    endif()
+    set_tests_properties(exec_gpu_xh_${tr}_${pname} PROPERTIES LABELS gpu TIMEOUT 120 FIXTURES_REQUIRED plan_corpus
+                         ENVIRONMENT "${_env}")
+  endforeach()
+endforeach()
+add_test(NAME exec_gpu_xh_refused COMMAND mscclpp-plan run ${CMAKE_CURRENT_BINARY_DIR}/plans/allreduce_allpairs_memory_n4.json
+         -n 4 --gpu --hosts 2 --size 4096 --iters 1)
+set_tests_properties(exec_gpu_xh_refused PROPERTIES LABELS gpu TIMEOUT 60 FIXTURES_REQUIRED plan_corpus
+                     PASS_REGULAR_EXPRESSION "memory channel to gpu [23], which is on another host")

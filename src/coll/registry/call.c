@@ -81,6 +81,12 @@ mscclppResult_t planreg_dispatch(struct algo_comm* ac, const struct algo_args* a
   struct planreg_entry* e;
   MPP_CHECK(planreg_pick(s->e + s->start[a->coll], s->count[a->coll], &q, s->selector, s->user, &e));
   if (e == NULL) return mscclppSuccess;
+  char why[400]; /* GPU ranks across hosts: a plan that would map another host's memory is left aside */
+  if (exec_plan_unfit(ac->comm, planreg_plan_for(e, &q), why, sizeof(why))) {
+    LOG_DEBUG_(LOG_SUB_EXEC, "%s of %zu bytes: registered plan %d (%s) left aside: %s", algo_coll_name(a->coll), a->bytes,
+               e->id, e->source, why);
+    return mscclppSuccess;
+  }
   /* Relaxed: a statistic, read by mscclppPlanRegistryQuery. */
   atomic_fetch_add_explicit(&e->uses, 1, memory_order_relaxed);
   LOG_TRACE_(LOG_SUB_EXEC, "%s of %zu bytes on %d ranks: registered plan %d (%s)", algo_coll_name(a->coll), a->bytes,

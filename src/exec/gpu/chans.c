@@ -1,4 +1,5 @@
-/* chans.c - the GPU executor's channels: one cuda-ipc connection per peer, and per (peer, type,
+/* chans.c - the GPU executor's channels: one connection per peer (cuda-ipc on this host; tcp or net
+ * to another host, for port channels only), and per (peer, type,
  * ordinal) a memory-channel semaphore or a port channel (a semaphore of the executor's own proxy
  * service with a port that only signals and flushes). Made when a plan first needs more of them
  * than exist (pairwise with each peer, peers in increasing order, connection then memory then
@@ -16,6 +17,7 @@
 #include <mscclpp/memory_channel.h>
 
 #include "core/comm.h"
+#include "transport/transport.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -65,6 +67,12 @@ static mscclppResult_t add_port(struct xg_state* st, int q) {
   return mscclppSuccess;
 }
 
+/* cuda-ipc to a peer of this host; to one of another host whatever the two reach (tcp, or net
+ * when MSCCLPP_NET_TRANSPORT=on), which carries port channels only (exec_plan_unfit). */
+static mscclppTransport_t peer_transport(const struct xg_state* st, int q) {
+  return transport_same_host(&st->comm->tc, q) ? mscclppTransportP2P : mscclppTransportAuto;
+}
+
 mscclppResult_t xg_chans_ensure(struct xg_state* st, const struct plan_rank* pr) {
   if (pr->max_ord > XG_MAX_ORD)
     return MPP_ERR(mscclppInvalidUsage, "GPU executor: rank %d's plan has %d channels of one type to one peer; at most %d",
@@ -74,7 +82,7 @@ mscclppResult_t xg_chans_ensure(struct xg_state* st, const struct plan_rank* pr)
     int nm = pr->pair_count[q * 4 + PLAN_CH_MEMORY], np = pr->pair_count[q * 4 + PLAN_CH_PORT];
     if (nm <= st->nmem[q] && np <= st->nport[q]) continue;
     MPP_CHECK(slot_arrays(st));
-    if (!st->conn[q]) MPP_CHECK(mscclppConnectionCreate(st->comm, q, XG_CONN_TAG, mscclppTransportP2P, &st->conn[q]));
+    if (!st->conn[q]) MPP_CHECK(mscclppConnectionCreate(st->comm, q, XG_CONN_TAG, peer_transport(st, q), &st->conn[q]));
     while (st->nmem[q] < nm) MPP_CHECK(add_mem(st, q));
     while (st->nport[q] < np) MPP_CHECK(add_port(st, q));
     LOG_INFO_(LOG_SUB_EXEC, "GPU executor: rank %d has %d memory and %d port channels to rank %d", st->rank, st->nmem[q],

@@ -42,7 +42,8 @@ static mscclppResult_t take(struct xg_state* st, struct xg_ctx* c, int q, int t,
   struct ubuf_import* im = NULL;
   MPP_CHECK(ubuf_import_range(&st->ub, q, b->id, b->blob, b->blob_len, b->off, b->len, &im));
   int i = q * 2 + t;
-  c->host[i] = im->base + b->off, c->host[2 * st->nranks + i] = im->base, c->mem[i] = im->mem;
+  char* base = im->base ? im->base : XG_UNMAPPED; /* another host's: port puts only */
+  c->host[i] = base + b->off, c->host[2 * st->nranks + i] = base, c->mem[i] = im->mem;
   return mscclppSuccess;
 }
 

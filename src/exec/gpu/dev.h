@@ -179,12 +179,12 @@ MSCCLPP_HOST_DEVICE_INLINE int xg_op_lean(const struct plan_op* op) {
     case PLAN_OP_CPKT:
     case PLAN_OP_PPKT:
     case PLAN_OP_UPKT:
-    case PLAN_OP_RPPKT:
     case PLAN_OP_REPKT:
     case PLAN_OP_RESPKT:
     case PLAN_OP_RECPKT:
     case PLAN_OP_RECSPKT: return 1;
-    case PLAN_OP_PUT: return op->chan_type != PLAN_CH_PORT;
+    case PLAN_OP_PUT:
+    case PLAN_OP_RPPKT: return op->chan_type != PLAN_CH_PORT;
     case PLAN_OP_BARRIER:
     case PLAN_OP_SEM_ACQUIRE:
     case PLAN_OP_SEM_RELEASE:

@@ -62,6 +62,21 @@ __device__ void xk_pkt_forward(const xk& k, const plan_op& op, uint64_t s, uint6
   for (int d = 0; d < op.ndst; d++) xk_get_pkts(k, p[d], NULL, p + op.nsrc + d, 1, n);
 }
 
+/* rppkt over port channels (the reference's ppkt over a port channel, lowered at load: scratch
+ * that already holds this call's packets, copied as they are): the block waits for every source's
+ * packets, then one proxy put per destination carries their bytes (peers of another host too). */
+__device__ void xk_pkt_port_forward(const xk& k, const plan_op& op, uint64_t s, uint64_t n) {
+  char* const* p = xk_ptrs(k, op, s);
+  for (int i = 0; i < op.nsrc; i++) xk_get_pkts(k, p[i], NULL, NULL, 0, n); /* waits only */
+  __syncthreads(); /* every thread reaches it; *k.rc is the same for all after it */
+  if (*k.rc) return;
+  uint64_t bytes = xk_units(n, xk_unit(k)) * (uint64_t)k.pkt;
+  for (int d = (int)xk_tid(); d < op.ndst; d += (int)xk_nt()) {
+    int si = op.nsrc == op.ndst ? d : 0;
+    if (xk_port_put(k, op, op.nsrc + d, p[op.nsrc + d], p[si], k.refs[op.first_ref + si].btype, bytes, 0)) break;
+  }
+}
+
 /* repkt, respkt, recpkt, recspkt: the first source is data, the others packets; the result goes
  * to the first destination as data and to the others as packets. */
 __device__ void xk_pkt_reduce(const xk& k, const plan_op& op, uint64_t s, uint64_t n, char* const* p) {

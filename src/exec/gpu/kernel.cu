@@ -99,7 +99,10 @@ __device__ __forceinline__ void xk_op(const xk& k, const plan_op& op, uint64_t s
     case PLAN_OP_CPKT:
     case PLAN_OP_PPKT: xk_pkt_copy(k, op, s, n, p); return;
     case PLAN_OP_UPKT: xk_pkt_unpack(k, op, s, n, p); return;
-    case PLAN_OP_RPPKT: xk_pkt_forward(k, op, s, n, p); return;
+    case PLAN_OP_RPPKT:
+      if (port) xk_pkt_port_forward(k, op, s, n);
+      else xk_pkt_forward(k, op, s, n, p);
+      return;
     case PLAN_OP_REPKT:
     case PLAN_OP_RESPKT:
     case PLAN_OP_RECPKT:

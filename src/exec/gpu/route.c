@@ -133,7 +133,7 @@ static mscclppResult_t routes_fill(const struct xg_state* st, const struct msccl
       const struct plan_op* op = &bl->ops[i];
       rt->op_flags[op0 + i] = paired(bl, op) ? XG_OP_PAIRED : 0;
       int put = op->code == PLAN_OP_PUT || op->code == PLAN_OP_PWS || op->code == PLAN_OP_PWSF ||
-                op->code == PLAN_OP_RES || op->code == PLAN_OP_RRES;
+                op->code == PLAN_OP_RES || op->code == PLAN_OP_RRES || op->code == PLAN_OP_RPPKT;
       if (op->chan_type == PLAN_CH_PORT && put) MPP_CHECK(op_routes(st, plan, b, i, bl, rt, route, slot));
     }
     op0 += bl->nops, ref0 += bl->nrefs, ch0 += bl->nchans;

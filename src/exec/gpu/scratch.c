@@ -16,6 +16,7 @@
 
 #include "core/comm.h"
 #include "core/regmem.h"
+#include "transport/transport.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -67,8 +68,11 @@ static mscclppResult_t exchange(struct xg_state* st, mscclppResult_t local, cons
                   (unsigned long long)mine->cap);
     if (r == mscclppSuccess && res == mscclppSuccess) r = mscclppRegMemDeserialize(st->comm, theirs.blob, theirs.blob_len, &peer[q]);
     if (r == mscclppSuccess && res == mscclppSuccess) r = mscclppRegMemInfo(peer[q], (void**)&host[q], NULL, NULL);
-    if (r == mscclppSuccess && res == mscclppSuccess && host[q] == NULL)
-      r = MPP_ERR(mscclppInvalidUsage, "GPU executor: rank %d's scratch is not mapped here (GPU ranks of one host only)", q);
+    if (r == mscclppSuccess && res == mscclppSuccess && host[q] == NULL) {
+      if (transport_same_host(&st->comm->tc, q))
+        r = MPP_ERR(mscclppInvalidUsage, "GPU executor: rank %d's scratch is not mapped here", q);
+      host[q] = XG_UNMAPPED; /* another host's: reached by port puts only (exec_plan_unfit) */
+    }
     if (res == mscclppSuccess) res = r;
   }
   return res;

@@ -34,6 +34,9 @@
 #define XG_MAX_IMAGES 64  /* plans whose device image a communicator keeps */
 #define XG_MAX_CTX 4096   /* buffer contexts a communicator keeps */
 #define XG_SIZE_CACHE 8   /* (sizes, element size) pairs an image remembers as checked */
+/* Where a buffer of a peer on another host "is" here: never mapped, never loaded or stored (the
+ * plan may only put to it through port channels: exec_plan_unfit); port puts take offsets from it. */
+#define XG_UNMAPPED ((char*)(uintptr_t)(1ull << 56))
 #define XG_TAG_SCRATCH 1
 #define XG_TAG_CTX 2
 
