@@ -25,13 +25,11 @@
  * (dlopen: MSCCLPP_NCCL_LIB_PATH, else libnccl.so.2, else PyTorch's nvidia-nccl wheel) on the same
  * buffers in the same run, with NCCL_NVLS_ENABLE=0 unless set, and prints a "ratio" row per size:
  * NCCL's time / ours (above 1: ours is faster). -s 8,1K,1G runs exactly those sizes. */
-#include <dlfcn.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <getopt.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +40,8 @@
 #include "algo/algo.h"
 #include "algo/verify.h"
 #include "cli.h"
+#include "perf_nccl.h"
 #include "pyrun.h"
-#include "util/param.h"
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -361,29 +359,6 @@ static double bus_factor(int coll, int n) {
 
 enum impl { IMPL_MSCCLPP = 0, IMPL_NCCL = 1 };
 
-typedef struct {
-  char internal[128];
-} nccl_id;
-
-/* The NCCL functions the comparison needs, from dlopen (same enum values as ours). */
-struct nccl_api {
-  const char* (*GetErrorString)(int);
-  int (*GetUniqueId)(nccl_id*);
-  int (*CommInitRank)(void**, int, nccl_id, int);
-  int (*CommDestroy)(void*);
-  int (*AllReduce)(const void*, void*, size_t, int, int, void*, void*);
-  int (*AllGather)(const void*, void*, size_t, int, void*, void*);
-  int (*ReduceScatter)(const void*, void*, size_t, int, int, void*, void*);
-  int (*Broadcast)(const void*, void*, size_t, int, int, void*, void*);
-  int (*Reduce)(const void*, void*, size_t, int, int, int, void*, void*);
-  int (*Send)(const void*, size_t, int, int, void*, void*);
-  int (*Recv)(void*, size_t, int, int, void*, void*);
-  int (*GroupStart)(void);
-  int (*GroupEnd)(void);
-  int (*RedOpCreatePreMulSum)(int*, void*, int, int, void*);
-  int (*RedOpDestroy)(int, void*);
-};
-
 struct bench {
   struct opts o;
   mscclppComm_t comm;
@@ -393,8 +368,7 @@ struct bench {
   char *hin, *hout;  /* host staging */
   size_t cap;        /* bytes of each buffer */
   void* stream;
-  struct nccl_api nc;
-  void* ncomm;
+  struct perf_nccl nc;
   int mscclpp_broken; /* GPU: our collectives failed (not built yet); NCCL rows only */
   FILE* json;
   int json_rows;
@@ -478,67 +452,13 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* ---- NCCL (GPU ranks only) -------------------------------------------------------------------- */
-
-/* Opens the real NCCL: MSCCLPP_NCCL_LIB_PATH (default libnccl.so.2 on the loader's path), else the
- * nvidia-nccl wheel that PyTorch installs (site-packages/nvidia/nccl/lib/libnccl.so.2). */
-static void* nccl_open(const char** used) {
-  const char* path = param_str(PARAM_NCCL_LIB_PATH);
-  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  *used = path;
-  if (lib != NULL || getenv("MSCCLPP_NCCL_LIB_PATH") != NULL) return lib;
-  static const char* const pats[] = {"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
-                                     "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-                                     "/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
-                                     "/opt/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-                                     "/root/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"};
-  static char found[4096];
-  for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]) && lib == NULL; i++) {
-    glob_t gl;
-    if (glob(pats[i], 0, NULL, &gl) == 0 && gl.gl_pathc > 0) {
-      snprintf(found, sizeof(found), "%s", gl.gl_pathv[0]);
-      lib = dlopen(found, RTLD_NOW | RTLD_LOCAL);
-      if (lib != NULL) *used = found;
-    }
-    globfree(&gl);
-  }
-  return lib;
-}
+/* ---- NCCL (GPU ranks only; tools/perf/perf_nccl.c) --------------------------------------------- */
 
 static void nccl_load(struct bench* b) {
-  /* Never let NCCL create NVLink multicast objects on the shared machines (design.md). */
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
-  const char* path = NULL;
-  void* lib = nccl_open(&path);
-  if (lib == NULL) die(b, "--nccl: dlopen (set MSCCLPP_NCCL_LIB_PATH)", dlerror());
-  if (b->rank == 0) printf("# NCCL: %s (NCCL_NVLS_ENABLE=%s)\n", path, getenv("NCCL_NVLS_ENABLE"));
-#define SYM(name)                                                               \
-  do {                                                                          \
-    *(void**)&b->nc.name = dlsym(lib, "nccl" #name);                            \
-    if (b->nc.name == NULL) die(b, "--nccl: dlsym nccl" #name, path);           \
-  } while (0)
-  SYM(GetErrorString);
-  SYM(GetUniqueId);
-  SYM(CommInitRank);
-  SYM(CommDestroy);
-  SYM(AllReduce);
-  SYM(AllGather);
-  SYM(ReduceScatter);
-  SYM(Broadcast);
-  SYM(Reduce);
-  SYM(Send);
-  SYM(Recv);
-  SYM(GroupStart);
-  SYM(GroupEnd);
-  SYM(RedOpCreatePreMulSum);
-  SYM(RedOpDestroy);
-#undef SYM
-  nccl_id* ids = calloc((size_t)b->n, sizeof(nccl_id));
-  if (b->rank == 0 && b->nc.GetUniqueId(&ids[0]) != 0) die(b, "ncclGetUniqueId", "failed");
-  MPP_OK(b, mscclppBootstrapAllGather(b->comm, ids, sizeof(nccl_id)));
-  int r = b->nc.CommInitRank(&b->ncomm, b->n, ids[0], b->rank);
-  if (r != 0) die(b, "ncclCommInitRank", b->nc.GetErrorString(r));
-  free(ids);
+  char why[512];
+  if (perf_nccl_load(&b->nc, why, sizeof(why)) != 0) die(b, "--nccl", why);
+  if (b->rank == 0) printf("# NCCL: %s (NCCL_NVLS_ENABLE=%s)\n", b->nc.path, getenv("NCCL_NVLS_ENABLE"));
+  if (perf_nccl_init(&b->nc, b->comm, b->rank, b->n, why, sizeof(why)) != 0) die(b, "--nccl", why);
 }
 
 /* ---- one call ---------------------------------------------------------------------------------- */
@@ -554,25 +474,9 @@ static void placement(const struct bench* b, const struct shape* s, int inplace,
 }
 
 static int run_nccl(struct bench* b, const struct shape* s, const char* in, char* out, int op) {
-  struct nccl_api* nc = &b->nc;
-  int t = b->o.dtype, root = b->o.root, next = (b->rank + 1) % b->n, prev = (b->rank + b->n - 1) % b->n;
-  switch (b->o.coll) {
-    case ALGO_COLL_ALLREDUCE: return nc->AllReduce(in, out, s->count, t, op, b->ncomm, b->stream);
-    case ALGO_COLL_ALLGATHER: return nc->AllGather(in, out, s->count, t, b->ncomm, b->stream);
-    case ALGO_COLL_REDUCESCATTER: return nc->ReduceScatter(in, out, s->count, t, op, b->ncomm, b->stream);
-    case ALGO_COLL_BROADCAST: return nc->Broadcast(in, out, s->count, t, root, b->ncomm, b->stream);
-    case ALGO_COLL_REDUCE: return nc->Reduce(in, out, s->count, t, op, root, b->ncomm, b->stream);
-    default: break;
-  }
-  int r = nc->GroupStart();
-  for (int q = 0; q < b->n && r == 0; q++) {
-    if (b->o.coll == ALGO_COLL_SENDRECV && q != next && q != prev) continue;
-    size_t at = b->o.coll == ALGO_COLL_ALLTOALL ? (size_t)q * s->count * b->es : 0;
-    if (q == next || b->o.coll == ALGO_COLL_ALLTOALL) r = nc->Send(in + at, s->count, t, q, b->ncomm, b->stream);
-    if (r == 0 && (q == prev || b->o.coll == ALGO_COLL_ALLTOALL)) r = nc->Recv(out + at, s->count, t, q, b->ncomm, b->stream);
-  }
-  int r2 = nc->GroupEnd();
-  return r != 0 ? r : r2;
+  struct perf_nccl_call c = {.coll = b->o.coll, .dtype = b->o.dtype, .op = op, .root = b->o.root, .rank = b->rank,
+                             .nranks = b->n, .count = s->count, .es = b->es, .in = in, .out = out, .stream = b->stream};
+  return perf_nccl_run(&b->nc, &c);
 }
 
 static mscclppResult_t run_mscclpp(struct bench* b, const struct shape* s, const char* in, char* out, int op) {
@@ -601,7 +505,7 @@ static int run_once(struct bench* b, int impl, const struct shape* s, int inplac
   placement(b, s, inplace, &in, &out);
   if (impl == IMPL_NCCL) {
     int r = run_nccl(b, s, in, out, op);
-    if (r != 0) die(b, "NCCL collective", b->nc.GetErrorString(r));
+    if (r != 0) die(b, "NCCL collective", b->nc.api.GetErrorString(r));
     return 0;
   }
   mscclppResult_t r = run_mscclpp(b, s, in, out, op);
@@ -622,8 +526,8 @@ static int make_op(struct bench* b, int impl, const struct verify_spec* spec) {
   unsigned char scalar[8] = {0};
   verify_scalar(spec, b->rank, scalar);
   if (impl == IMPL_NCCL) {
-    int op, r = b->nc.RedOpCreatePreMulSum(&op, scalar, b->o.dtype, mscclppScalarHostImmediate, b->ncomm);
-    if (r != 0) die(b, "ncclRedOpCreatePreMulSum", b->nc.GetErrorString(r));
+    int op, r = b->nc.api.RedOpCreatePreMulSum(&op, scalar, b->o.dtype, mscclppScalarHostImmediate, b->nc.comm);
+    if (r != 0) die(b, "ncclRedOpCreatePreMulSum", b->nc.api.GetErrorString(r));
     return op;
   }
   mscclppRedOp_t op;
@@ -633,7 +537,7 @@ static int make_op(struct bench* b, int impl, const struct verify_spec* spec) {
 
 static void drop_op(struct bench* b, int impl, int op) {
   if (op < (int)mscclppNumOps) return;
-  if (impl == IMPL_NCCL) b->nc.RedOpDestroy(op, b->ncomm);
+  if (impl == IMPL_NCCL) b->nc.api.RedOpDestroy(op, b->nc.comm);
   else MPP_OK(b, mscclppRedOpDestroy((mscclppRedOp_t)op, b->comm));
 }
 
@@ -1002,7 +906,7 @@ static void teardown(struct bench* b) {
     free(b->send), free(b->recv);
   }
   free(b->hin), free(b->hout);
-  if (b->ncomm) b->nc.CommDestroy(b->ncomm);
+  perf_nccl_destroy(&b->nc);
   MPP_OK(b, mscclppBootstrapBarrier(b->comm));
   MPP_OK(b, mscclppCommDestroy(b->comm));
 }
