@@ -61,6 +61,11 @@ int perf_nccl_resolve(struct perf_nccl* nc, void* (*sym)(void*, const char*), vo
   SYM(RedOpCreatePreMulSum);
   SYM(RedOpDestroy);
 #undef SYM
+  /* optional: symmetric windows (perf_nccl_symm_supported tells) */
+  *(void**)&nc->api.MemAlloc = sym(lib, "ncclMemAlloc");
+  *(void**)&nc->api.MemFree = sym(lib, "ncclMemFree");
+  *(void**)&nc->api.CommWindowRegister = sym(lib, "ncclCommWindowRegister");
+  *(void**)&nc->api.CommWindowDeregister = sym(lib, "ncclCommWindowDeregister");
   return 0;
 }
 
@@ -111,4 +116,46 @@ int perf_nccl_run(const struct perf_nccl* nc, const struct perf_nccl_call* c) {
 void perf_nccl_destroy(struct perf_nccl* nc) {
   if (nc->comm != NULL) nc->api.CommDestroy(nc->comm);
   nc->comm = NULL;
+}
+
+int perf_nccl_symm_supported(const struct perf_nccl* nc, char* why, size_t len) {
+  const char* name = !nc->api.MemAlloc                 ? "ncclMemAlloc"
+                     : !nc->api.MemFree                ? "ncclMemFree"
+                     : !nc->api.CommWindowRegister     ? "ncclCommWindowRegister"
+                     : !nc->api.CommWindowDeregister   ? "ncclCommWindowDeregister"
+                                                       : NULL;
+  if (name == NULL) return 0;
+  snprintf(why, len, "%s has no %s (symmetric windows need NCCL 2.27 or later)", nc->path ? nc->path : "the NCCL library",
+           name);
+  return -1;
+}
+
+int perf_nccl_symm_alloc(const struct perf_nccl* nc, struct perf_nccl_symm* w, size_t bytes, char* why, size_t len) {
+  bytes = (bytes + PERF_NCCL_WIN_ALIGN - 1) / PERF_NCCL_WIN_ALIGN * PERF_NCCL_WIN_ALIGN;
+  *w = (struct perf_nccl_symm){.bytes = bytes};
+  int r = nc->api.MemAlloc(&w->send, bytes);
+  if (r == 0) r = nc->api.MemAlloc(&w->recv, bytes);
+  if (r == 0) return 0;
+  snprintf(why, len, "ncclMemAlloc of %zu bytes: %s", bytes, nc->api.GetErrorString(r));
+  if (w->send != NULL) nc->api.MemFree(w->send);
+  *w = (struct perf_nccl_symm){0};
+  return -1;
+}
+
+int perf_nccl_symm_register(const struct perf_nccl* nc, struct perf_nccl_symm* w, char* why, size_t len) {
+  const struct perf_nccl_api* a = &nc->api;
+  int r = a->CommWindowRegister(nc->comm, w->send, w->bytes, &w->wsend, PERF_NCCL_WIN_COLL_SYMMETRIC);
+  if (r == 0) r = a->CommWindowRegister(nc->comm, w->recv, w->bytes, &w->wrecv, PERF_NCCL_WIN_COLL_SYMMETRIC);
+  if (r == 0) return 0;
+  snprintf(why, len, "ncclCommWindowRegister (NCCL_WIN_COLL_SYMMETRIC, %zu bytes): %s", w->bytes, a->GetErrorString(r));
+  return -1;
+}
+
+void perf_nccl_symm_release(const struct perf_nccl* nc, struct perf_nccl_symm* w) {
+  const struct perf_nccl_api* a = &nc->api;
+  if (w->wrecv != NULL) a->CommWindowDeregister(nc->comm, w->wrecv);
+  if (w->wsend != NULL) a->CommWindowDeregister(nc->comm, w->wsend);
+  if (w->recv != NULL) a->MemFree(w->recv);
+  if (w->send != NULL) a->MemFree(w->send);
+  *w = (struct perf_nccl_symm){0};
 }
