@@ -2,7 +2,7 @@
  * per rank (mscclpp-run -n N, torchrun, mpirun; mscclppCommInitFromEnv).
  *
  *   mscclpp-perf COLLECTIVE [nccl-tests' options] [-s SIZE,...] [--json FILE] [--plot OUT.png]
- *                [--cpu | --gpu] [--nccl]
+ *                [--cpu | --gpu] [--nccl] [--nccl-symm]
  *
  * Every option is in perf_opts below (--help prints them): nccl-tests' command lines run as they
  * are (-t 1 -g 1: one rank per process; options with no counterpart are taken at their default
@@ -24,14 +24,15 @@
  * of a size in a CUDA graph and replays it N times (eager launches otherwise). --nccl runs NCCL
  * (dlopen: MSCCLPP_NCCL_LIB_PATH, else libnccl.so.2, else PyTorch's nvidia-nccl wheel) on the same
  * buffers in the same run, with NCCL_NVLS_ENABLE=0 unless set, and prints a "ratio" row per size:
- * NCCL's time / ours (above 1: ours is faster). -s 8,1K,1G runs exactly those sizes. */
-#include <dlfcn.h>
+ * NCCL's time / ours (above 1: ours is faster). --nccl-symm adds NCCL on its own buffers from
+ * ncclMemAlloc registered as symmetric windows (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC;
+ * NCCL 2.27 and later, else the run says so and goes on without those rows) once for the largest
+ * size: rows "nccl-symm" and a second ratio row (symm/ours). -s 8,1K,1G runs exactly those sizes. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <getopt.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,8 @@
 #include "algo/algo.h"
 #include "algo/verify.h"
 #include "cli.h"
+#include "perf_nccl.h"
 #include "pyrun.h"
-#include "util/param.h"
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -53,6 +54,7 @@ struct opts {
   size_t minb, maxb, stepb;
   double factor;
   int iters, warmup, check, root, graphs, kind, nccl;
+  int nccl_symm; /* --nccl-symm: NCCL on symmetric windows too (sets nccl) */
   int average; /* -a: 0 rank 0's time, 1 the mean over ranks, 2 the least, 3 the largest (default) */
   int timeout; /* -T: seconds the whole run may take (0: no bound) */
   int dtype, op;        /* the pair being run */
@@ -96,7 +98,7 @@ static const struct cli_opt perf_opts[] = {
     {"-y, --stream_null", "0", "only 0 (calls go on the rank's own stream)"},
     {"-C, --report_cputime", "0", "only 0 (times are wall clock to the end of the calls)"},
     {"-S, --report_timestamps", "0", "only 0"},
-    {"-R, --local_register", "0", "only 0 (buffers are not registered)"},
+    {"-R, --local_register", "0", "only 0 (buffers are not registered; --nccl-symm is nccl-tests' -R 2 for NCCL)"},
     {"-M, --memory", "0", "only 0 (no memory report)"},
     {"-u, --unalign", "0", "only 0 (buffers are aligned)"},
     {"-I, --per_iter_timing", "0", "only 0 (no per-call times)"},
@@ -104,17 +106,20 @@ static const struct cli_opt perf_opts[] = {
     {"-x, --cta_policy / -D / -V", "...", "NCCL's CTA policy and device implementation: not supported"},
     {"--json", "FILE", "write the results as JSON (rank 0): the run's settings and one row per size and\n"
                       "implementation (python -m mscclpp.perfplot draws them)"},
-    {"--plot", "OUT.png", "rank 0 draws busbw and time against size (ours, and NCCL's with --nccl) into\n"
+    {"--plot", "OUT.png", "rank 0 draws busbw and time against size (ours, and NCCL's with --nccl[-symm]) into\n"
                          "OUT.png|svg|pdf through python -m mscclpp.perfplot (needs matplotlib:\n"
                          "`pip install .[draw]`; $PYTHON picks the interpreter)"},
     {"--cpu, --gpu", NULL, "CPU or GPU ranks (default: MSCCLPP_RANK_KIND, else GPU when one is visible)"},
     {"--nccl", NULL, "GPU ranks: time the real NCCL too (MSCCLPP_NCCL_LIB_PATH or libnccl.so.2) on the\n"
                      "same buffers and print a ratio row per size (NCCL time / ours: above 1, ours is faster)"},
+    {"--nccl-symm", NULL, "GPU ranks: --nccl, and NCCL once more on its own buffers (ncclMemAlloc) registered\n"
+                          "as symmetric windows (ncclCommWindowRegister, NCCL 2.27 or later): rows nccl-symm and\n"
+                          "a second ratio row (symm/ours)"},
     {"-h, --help", NULL, "this help"},
     {NULL, NULL, NULL}};
 
 static const struct cli_help perf_help = {
-    TOOL, TOOL " COLLECTIVE [nccl-tests' options] [-s SIZE,...] [--json FILE] [--plot OUT.png] [--cpu|--gpu] [--nccl]",
+    TOOL, TOOL " COLLECTIVE [nccl-tests' options] [-s SIZE,...] [--json FILE] [--plot OUT.png] [--cpu|--gpu] [--nccl|--nccl-symm]",
     "Times and checks a collective the way nccl-tests does, one process per rank (mscclpp-run -n N,\n"
     "mpirun, torchrun): an nccl-tests command line runs as it is after `mscclpp-perf COLLECTIVE`.\n"
     "COLLECTIVE: allreduce allgather reducescatter broadcast reduce alltoall sendrecv (nccl-tests'\n"
@@ -237,7 +242,7 @@ static void parse_compat(int c, const char* v) {
     case 'y': only_value("-y", v, 0, "calls go on the rank's own stream"); break;
     case 'C': only_value("-C", v, 0, "no CPU-time report; times are wall clock to the calls' end"); break;
     case 'S': only_value("-S", v, 0, "no timestamps"); break;
-    case 'R': only_value("-R", v, 0, "buffer registration is not timed here"); break;
+    case 'R': only_value("-R", v, 0, "our buffers need no registration (--nccl-symm times NCCL on symmetric windows)"); break;
     case 'M': only_value("-M", v, 0, "no memory report"); break;
     case 'u': only_value("-u", v, 0, "buffers are aligned"); break;
     case 'I': only_value("-I", v, 0, "no per-call timing"); break;
@@ -276,6 +281,7 @@ static void parse_one(int c, const char* v, struct opts* o) {
     case 1: o->kind = mscclppRankCpu; break;
     case 2: o->kind = mscclppRankGpu; break;
     case 3: o->nccl = 1; break;
+    case 5: o->nccl = o->nccl_symm = 1; break;
     case 4: o->plot = v; break;
     default: parse_compat(c, v);
   }
@@ -284,6 +290,7 @@ static void parse_one(int c, const char* v, struct opts* o) {
 static const struct option longs[] = {
     {"json", required_argument, 0, 'J'},         {"cpu", no_argument, 0, 1},
     {"gpu", no_argument, 0, 2},                  {"nccl", no_argument, 0, 3},
+    {"nccl-symm", no_argument, 0, 5},
     {"help", no_argument, 0, 'h'},               {"plot", required_argument, 0, 4},
     {"nthreads", required_argument, 0, 't'},
     {"ngpus", required_argument, 0, 'g'},        {"minbytes", required_argument, 0, 'b'},
@@ -359,30 +366,12 @@ static double bus_factor(int coll, int n) {
 
 /* ---- the benchmark's state -------------------------------------------------------------------- */
 
-enum impl { IMPL_MSCCLPP = 0, IMPL_NCCL = 1 };
+enum impl { IMPL_MSCCLPP = 0, IMPL_NCCL = 1, IMPL_NCCL_SYMM = 2, IMPL_COUNT };
 
-typedef struct {
-  char internal[128];
-} nccl_id;
-
-/* The NCCL functions the comparison needs, from dlopen (same enum values as ours). */
-struct nccl_api {
-  const char* (*GetErrorString)(int);
-  int (*GetUniqueId)(nccl_id*);
-  int (*CommInitRank)(void**, int, nccl_id, int);
-  int (*CommDestroy)(void*);
-  int (*AllReduce)(const void*, void*, size_t, int, int, void*, void*);
-  int (*AllGather)(const void*, void*, size_t, int, void*, void*);
-  int (*ReduceScatter)(const void*, void*, size_t, int, int, void*, void*);
-  int (*Broadcast)(const void*, void*, size_t, int, int, void*, void*);
-  int (*Reduce)(const void*, void*, size_t, int, int, int, void*, void*);
-  int (*Send)(const void*, size_t, int, int, void*, void*);
-  int (*Recv)(void*, size_t, int, int, void*, void*);
-  int (*GroupStart)(void);
-  int (*GroupEnd)(void);
-  int (*RedOpCreatePreMulSum)(int*, void*, int, int, void*);
-  int (*RedOpDestroy)(int, void*);
-};
+/* An implementation's name in the table's impl column and the json's "impl". */
+static const char* impl_name(int impl) {
+  return impl == IMPL_MSCCLPP ? "mscclpp" : impl == IMPL_NCCL ? "nccl" : "nccl-symm";
+}
 
 struct bench {
   struct opts o;
@@ -393,13 +382,14 @@ struct bench {
   char *hin, *hout;  /* host staging */
   size_t cap;        /* bytes of each buffer */
   void* stream;
-  struct nccl_api nc;
-  void* ncomm;
+  struct perf_nccl nc;
+  struct perf_nccl_symm symm; /* --nccl-symm: NCCL's windows (symm_ok: registered on every rank) */
+  int symm_ok;
   int mscclpp_broken; /* GPU: our collectives failed (not built yet); NCCL rows only */
   FILE* json;
   int json_rows;
-  double busbw_sum[2]; /* per impl */
-  int busbw_n[2];
+  double busbw_sum[IMPL_COUNT]; /* per impl */
+  int busbw_n[IMPL_COUNT];
   size_t wrong_total;
 };
 
@@ -478,101 +468,64 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* ---- NCCL (GPU ranks only) -------------------------------------------------------------------- */
-
-/* Opens the real NCCL: MSCCLPP_NCCL_LIB_PATH (default libnccl.so.2 on the loader's path), else the
- * nvidia-nccl wheel that PyTorch installs (site-packages/nvidia/nccl/lib/libnccl.so.2). */
-static void* nccl_open(const char** used) {
-  const char* path = param_str(PARAM_NCCL_LIB_PATH);
-  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  *used = path;
-  if (lib != NULL || getenv("MSCCLPP_NCCL_LIB_PATH") != NULL) return lib;
-  static const char* const pats[] = {"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
-                                     "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-                                     "/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
-                                     "/opt/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-                                     "/root/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"};
-  static char found[4096];
-  for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]) && lib == NULL; i++) {
-    glob_t gl;
-    if (glob(pats[i], 0, NULL, &gl) == 0 && gl.gl_pathc > 0) {
-      snprintf(found, sizeof(found), "%s", gl.gl_pathv[0]);
-      lib = dlopen(found, RTLD_NOW | RTLD_LOCAL);
-      if (lib != NULL) *used = found;
-    }
-    globfree(&gl);
-  }
-  return lib;
-}
+/* ---- NCCL (GPU ranks only; tools/perf/perf_nccl.c) --------------------------------------------- */
 
 static void nccl_load(struct bench* b) {
-  /* Never let NCCL create NVLink multicast objects on the shared machines (design.md). */
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
-  const char* path = NULL;
-  void* lib = nccl_open(&path);
-  if (lib == NULL) die(b, "--nccl: dlopen (set MSCCLPP_NCCL_LIB_PATH)", dlerror());
-  if (b->rank == 0) printf("# NCCL: %s (NCCL_NVLS_ENABLE=%s)\n", path, getenv("NCCL_NVLS_ENABLE"));
-#define SYM(name)                                                               \
-  do {                                                                          \
-    *(void**)&b->nc.name = dlsym(lib, "nccl" #name);                            \
-    if (b->nc.name == NULL) die(b, "--nccl: dlsym nccl" #name, path);           \
-  } while (0)
-  SYM(GetErrorString);
-  SYM(GetUniqueId);
-  SYM(CommInitRank);
-  SYM(CommDestroy);
-  SYM(AllReduce);
-  SYM(AllGather);
-  SYM(ReduceScatter);
-  SYM(Broadcast);
-  SYM(Reduce);
-  SYM(Send);
-  SYM(Recv);
-  SYM(GroupStart);
-  SYM(GroupEnd);
-  SYM(RedOpCreatePreMulSum);
-  SYM(RedOpDestroy);
-#undef SYM
-  nccl_id* ids = calloc((size_t)b->n, sizeof(nccl_id));
-  if (b->rank == 0 && b->nc.GetUniqueId(&ids[0]) != 0) die(b, "ncclGetUniqueId", "failed");
-  MPP_OK(b, mscclppBootstrapAllGather(b->comm, ids, sizeof(nccl_id)));
-  int r = b->nc.CommInitRank(&b->ncomm, b->n, ids[0], b->rank);
-  if (r != 0) die(b, "ncclCommInitRank", b->nc.GetErrorString(r));
-  free(ids);
+  char why[512];
+  if (perf_nccl_load(&b->nc, why, sizeof(why)) != 0) die(b, "--nccl", why);
+  if (b->rank == 0) printf("# NCCL: %s (NCCL_NVLS_ENABLE=%s)\n", b->nc.path, getenv("NCCL_NVLS_ENABLE"));
+  if (perf_nccl_init(&b->nc, b->comm, b->rank, b->n, why, sizeof(why)) != 0) die(b, "--nccl", why);
+}
+
+/* --nccl-symm: NCCL's buffers of b->cap bytes registered as symmetric windows on every rank, or,
+ * where one rank's NCCL lacks the functions or the memory, on none (rank 0 says why, and the run
+ * goes on without nccl-symm rows). The registration is collective: every rank decides alike. */
+static void symm_setup(struct bench* b) {
+  struct {
+    int ok;
+    char why[248];
+  }* all = calloc((size_t)b->n, sizeof(*all));
+  if (all == NULL) die(b, "--nccl-symm", "out of memory");
+  char* why = all[b->rank].why;
+  size_t len = sizeof(all->why);
+  all[b->rank].ok = perf_nccl_symm_supported(&b->nc, why, len) == 0 &&
+                    perf_nccl_symm_alloc(&b->nc, &b->symm, b->cap, why, len) == 0;
+  MPP_OK(b, mscclppBootstrapAllGather(b->comm, all, (int)sizeof(*all)));
+  int bad = 0;
+  while (bad < b->n && all[bad].ok) bad++;
+  if (bad < b->n) {
+    perf_nccl_symm_release(&b->nc, &b->symm); /* nothing registered: frees this rank's buffers */
+    if (b->rank == 0) printf("# --nccl-symm: rank %d: %s; no nccl-symm rows\n", bad, all[bad].why);
+  } else {
+    char w[512];
+    if (perf_nccl_symm_register(&b->nc, &b->symm, w, sizeof(w)) != 0) die(b, "--nccl-symm", w);
+    b->symm_ok = 1;
+    if (b->rank == 0)
+      printf("# NCCL symmetric windows: send and receive buffers of %zu bytes each (ncclMemAlloc, "
+             "ncclCommWindowRegister NCCL_WIN_COLL_SYMMETRIC)\n", b->symm.bytes);
+  }
+  free(all);
 }
 
 /* ---- one call ---------------------------------------------------------------------------------- */
 
-/* Input and output pointers of a call (in place: NCCL's conventions). */
-static void placement(const struct bench* b, const struct shape* s, int inplace, char** in, char** out) {
+/* Input and output pointers of impl's call (in place: NCCL's conventions). nccl-symm has its own
+ * buffers (the windows), the others share b->send and b->recv. */
+static void placement(const struct bench* b, int impl, const struct shape* s, int inplace, char** in, char** out) {
   size_t block = s->count * b->es;
-  *in = b->send, *out = b->recv;
+  char* send = impl == IMPL_NCCL_SYMM ? (char*)b->symm.send : b->send;
+  char* recv = impl == IMPL_NCCL_SYMM ? (char*)b->symm.recv : b->recv;
+  *in = send, *out = recv;
   if (!inplace) return;
-  *in = *out = b->recv;
-  if (b->o.coll == ALGO_COLL_ALLGATHER) *in = b->recv + (size_t)b->rank * block;
-  if (b->o.coll == ALGO_COLL_REDUCESCATTER) *out = b->recv + (size_t)b->rank * block;
+  *in = *out = recv;
+  if (b->o.coll == ALGO_COLL_ALLGATHER) *in = recv + (size_t)b->rank * block;
+  if (b->o.coll == ALGO_COLL_REDUCESCATTER) *out = recv + (size_t)b->rank * block;
 }
 
 static int run_nccl(struct bench* b, const struct shape* s, const char* in, char* out, int op) {
-  struct nccl_api* nc = &b->nc;
-  int t = b->o.dtype, root = b->o.root, next = (b->rank + 1) % b->n, prev = (b->rank + b->n - 1) % b->n;
-  switch (b->o.coll) {
-    case ALGO_COLL_ALLREDUCE: return nc->AllReduce(in, out, s->count, t, op, b->ncomm, b->stream);
-    case ALGO_COLL_ALLGATHER: return nc->AllGather(in, out, s->count, t, b->ncomm, b->stream);
-    case ALGO_COLL_REDUCESCATTER: return nc->ReduceScatter(in, out, s->count, t, op, b->ncomm, b->stream);
-    case ALGO_COLL_BROADCAST: return nc->Broadcast(in, out, s->count, t, root, b->ncomm, b->stream);
-    case ALGO_COLL_REDUCE: return nc->Reduce(in, out, s->count, t, op, root, b->ncomm, b->stream);
-    default: break;
-  }
-  int r = nc->GroupStart();
-  for (int q = 0; q < b->n && r == 0; q++) {
-    if (b->o.coll == ALGO_COLL_SENDRECV && q != next && q != prev) continue;
-    size_t at = b->o.coll == ALGO_COLL_ALLTOALL ? (size_t)q * s->count * b->es : 0;
-    if (q == next || b->o.coll == ALGO_COLL_ALLTOALL) r = nc->Send(in + at, s->count, t, q, b->ncomm, b->stream);
-    if (r == 0 && (q == prev || b->o.coll == ALGO_COLL_ALLTOALL)) r = nc->Recv(out + at, s->count, t, q, b->ncomm, b->stream);
-  }
-  int r2 = nc->GroupEnd();
-  return r != 0 ? r : r2;
+  struct perf_nccl_call c = {.coll = b->o.coll, .dtype = b->o.dtype, .op = op, .root = b->o.root, .rank = b->rank,
+                             .nranks = b->n, .count = s->count, .es = b->es, .in = in, .out = out, .stream = b->stream};
+  return perf_nccl_run(&b->nc, &c);
 }
 
 static mscclppResult_t run_mscclpp(struct bench* b, const struct shape* s, const char* in, char* out, int op) {
@@ -598,10 +551,10 @@ static mscclppResult_t run_mscclpp(struct bench* b, const struct shape* s, const
 /* Runs the call once; an error ends the program (GPU ranks without GPU collectives: returns -1). */
 static int run_once(struct bench* b, int impl, const struct shape* s, int inplace, int op) {
   char *in, *out;
-  placement(b, s, inplace, &in, &out);
-  if (impl == IMPL_NCCL) {
+  placement(b, impl, s, inplace, &in, &out);
+  if (impl != IMPL_MSCCLPP) {
     int r = run_nccl(b, s, in, out, op);
-    if (r != 0) die(b, "NCCL collective", b->nc.GetErrorString(r));
+    if (r != 0) die(b, "NCCL collective", b->nc.api.GetErrorString(r));
     return 0;
   }
   mscclppResult_t r = run_mscclpp(b, s, in, out, op);
@@ -621,9 +574,9 @@ static int make_op(struct bench* b, int impl, const struct verify_spec* spec) {
   if (!is_reduction(b->o.coll) || b->o.op != ELEM_OP_PREMUL) return b->o.op;
   unsigned char scalar[8] = {0};
   verify_scalar(spec, b->rank, scalar);
-  if (impl == IMPL_NCCL) {
-    int op, r = b->nc.RedOpCreatePreMulSum(&op, scalar, b->o.dtype, mscclppScalarHostImmediate, b->ncomm);
-    if (r != 0) die(b, "ncclRedOpCreatePreMulSum", b->nc.GetErrorString(r));
+  if (impl != IMPL_MSCCLPP) {
+    int op, r = b->nc.api.RedOpCreatePreMulSum(&op, scalar, b->o.dtype, mscclppScalarHostImmediate, b->nc.comm);
+    if (r != 0) die(b, "ncclRedOpCreatePreMulSum", b->nc.api.GetErrorString(r));
     return op;
   }
   mscclppRedOp_t op;
@@ -633,14 +586,14 @@ static int make_op(struct bench* b, int impl, const struct verify_spec* spec) {
 
 static void drop_op(struct bench* b, int impl, int op) {
   if (op < (int)mscclppNumOps) return;
-  if (impl == IMPL_NCCL) b->nc.RedOpDestroy(op, b->ncomm);
+  if (impl != IMPL_MSCCLPP) b->nc.api.RedOpDestroy(op, b->nc.comm);
   else MPP_OK(b, mscclppRedOpDestroy((mscclppRedOp_t)op, b->comm));
 }
 
 /* Output region to garbage, then this rank's input in place (broadcast: the root's only). */
-static void prepare_data(struct bench* b, const struct shape* s, int inplace, const struct verify_spec* spec) {
+static void prepare_data(struct bench* b, int impl, const struct shape* s, int inplace, const struct verify_spec* spec) {
   char *in, *out;
-  placement(b, s, inplace, &in, &out);
+  placement(b, impl, s, inplace, &in, &out);
   buf_garbage(b, out, s->out * b->es);
   if (b->o.coll != ALGO_COLL_BROADCAST || b->rank == b->o.root) {
     verify_fill(spec, b->rank, 0, s->in, b->hin);
@@ -655,9 +608,9 @@ static void prepare_data(struct bench* b, const struct shape* s, int inplace, co
 }
 
 /* Wrong elements of this rank's output. */
-static size_t check_data(struct bench* b, const struct shape* s, int inplace, const struct verify_spec* spec) {
+static size_t check_data(struct bench* b, int impl, const struct shape* s, int inplace, const struct verify_spec* spec) {
   char *in, *out;
-  placement(b, s, inplace, &in, &out);
+  placement(b, impl, s, inplace, &in, &out);
   if (b->o.coll == ALGO_COLL_REDUCE && b->rank != b->o.root) return 0;
   buf_get(b, b->hout, out, s->out * b->es);
   size_t c = s->count, block = c * b->es, wrong = 0;
@@ -749,10 +702,10 @@ static double over_ranks(int mode, int n, const double* t, size_t stride) {
 
 static struct result measure(struct bench* b, int impl, const struct shape* s, int inplace, uint64_t seed) {
   struct result res = {.valid = 1, .wrong = (size_t)-1};
-  if (impl == IMPL_NCCL && inplace && b->o.coll == ALGO_COLL_ALLTOALL) return (struct result){0}; /* see the header */
+  if (impl != IMPL_MSCCLPP && inplace && b->o.coll == ALGO_COLL_ALLTOALL) return (struct result){0}; /* see the header */
   struct verify_spec spec = {.dtype = b->o.dtype, .op = is_reduction(b->o.coll) ? b->o.op : -1, .nranks = b->n, .seed = seed};
   int op = make_op(b, impl, &spec);
-  prepare_data(b, s, inplace, &spec);
+  prepare_data(b, impl, s, inplace, &spec);
   if (run_once(b, impl, s, inplace, op) != 0) { /* GPU collectives missing: every rank fails alike */
     drop_op(b, impl, op);
     return (struct result){0};
@@ -762,9 +715,9 @@ static struct result measure(struct bench* b, int impl, const struct shape* s, i
   double t = timed_loop(b, impl, s, inplace, op);
   uint64_t wrong = 0;
   if (b->o.check) {
-    prepare_data(b, s, inplace, &spec);
+    prepare_data(b, impl, s, inplace, &spec);
     run_checked(b, impl, s, inplace, op);
-    wrong = check_data(b, s, inplace, &spec);
+    wrong = check_data(b, impl, s, inplace, &spec);
   }
   drop_op(b, impl, op);
   struct {
@@ -833,7 +786,9 @@ static void print_header(struct bench* b) {
          "validation: %d graph: %d unalign: 0\n", o->minb, o->maxb, o->stepb ? (double)o->stepb : o->factor,
          o->nsizes ? "list" : o->stepb ? "bytes" : "factor", o->warmup, o->iters, o->check, b->gpu ? o->graphs : 0);
   if (o->graphs > 0 && !b->gpu) printf("# -G %d: CUDA graphs are for GPU ranks; ignored on CPU ranks\n", o->graphs);
-  if (o->nccl && !b->gpu) printf("# --nccl: the NCCL comparison needs GPU ranks; these are CPU ranks, so mscclpp only\n");
+  if (o->nccl && !b->gpu)
+    printf("# %s: the NCCL comparison needs GPU ranks; these are CPU ranks, so mscclpp only\n",
+           o->nccl_symm ? "--nccl-symm" : "--nccl");
   if (o->coll == ALGO_COLL_SENDRECV) printf("# sendrecv: rank r sends to r+1 and receives from r-1; no in-place variant\n");
   if (o->nccl && b->gpu && o->coll == ALGO_COLL_ALLTOALL)
     printf("# NCCL alltoall runs as grouped send/recv, which has no in-place form: its in-place columns are N/A\n");
@@ -892,16 +847,15 @@ static void json_result(FILE* f, const char* key, const struct bench* b, const s
 static void report_row(struct bench* b, int impl, const struct shape* s, const struct result* oop, const struct result* ip) {
   if (b->rank != 0) return;
   char a[160], c[160];
-  int mine = impl == IMPL_MSCCLPP;
   fmt_result(b, s, oop, a, sizeof(a), impl);
   fmt_result(b, s, ip, c, sizeof(c), impl);
-  printf("%12zu  %12zu  %8s  %6s  %6d  %s  %s%s\n", s->bytes, s->bytes / b->es, elem_dtype_name(b->o.dtype),
+  printf("%12zu  %12zu  %8s  %6s  %6d  %s  %s%s%s\n", s->bytes, s->bytes / b->es, elem_dtype_name(b->o.dtype),
          is_reduction(b->o.coll) ? op_name(b->o.op) : "none", is_rooted(b->o.coll) ? b->o.root : -1, a, c,
-         b->o.nccl && b->gpu ? (mine ? "  mscclpp" : "  nccl") : "");
+         b->o.nccl && b->gpu ? "  " : "", b->o.nccl && b->gpu ? impl_name(impl) : "");
   fflush(stdout);
   if (b->json == NULL) return;
   fprintf(b->json, "%s\n    {\"impl\": \"%s\", \"datatype\": \"%s\", \"op\": \"%s\", \"bytes\": %zu, \"count\": %zu, ",
-          b->json_rows++ ? "," : "", mine ? "mscclpp" : "nccl", elem_dtype_name(b->o.dtype),
+          b->json_rows++ ? "," : "", impl_name(impl), elem_dtype_name(b->o.dtype),
           is_reduction(b->o.coll) ? op_name(b->o.op) : "none", s->bytes, s->bytes / b->es);
   json_result(b->json, "out_of_place", b, s, oop);
   fprintf(b->json, ", ");
@@ -909,16 +863,17 @@ static void report_row(struct bench* b, int impl, const struct shape* s, const s
   fprintf(b->json, "}");
 }
 
-/* "NCCL time / our time" per placement (above 1: we are faster), from the same run. */
-static void report_ratio(struct bench* b, const struct shape* s, struct result got[2][2]) {
+/* "NCCL time / our time" per placement (above 1: we are faster), from the same run; impl: NCCL's
+ * row (nccl: "nccl/ours", nccl-symm: "symm/ours"). */
+static void report_ratio(struct bench* b, const struct shape* s, struct result got[IMPL_COUNT][2], int impl) {
   if (b->rank != 0) return;
   char r[2][16];
   for (int k = 0; k < 2; k++) {
-    const struct result *m = &got[IMPL_MSCCLPP][k], *n = &got[IMPL_NCCL][k];
+    const struct result *m = &got[IMPL_MSCCLPP][k], *n = &got[impl][k];
     if (m->valid && n->valid && m->time_us > 0) snprintf(r[k], sizeof(r[k]), "%.2fx", n->time_us / m->time_us);
     else snprintf(r[k], sizeof(r[k]), "N/A");
   }
-  printf("%12zu  %12s  %8s  %6s  %6s  %-31s  %-31s  ratio\n", s->bytes, "nccl/ours", "", "", "", r[0], r[1]);
+  printf("%12zu  %12s  %8s  %6s  %6s  %-31s  %-31s  ratio\n", s->bytes, impl == IMPL_NCCL ? "nccl/ours" : "symm/ours", "", "", "", r[0], r[1]);
   fflush(stdout);
 }
 
@@ -949,11 +904,15 @@ static void print_footer(struct bench* b) {
   printf("# %-20s : %g\n", "Avg bus bandwidth", avg);
   if (b->busbw_n[IMPL_NCCL] > 0)
     printf("# %-20s : %g\n", "NCCL avg bus bandwidth", b->busbw_sum[IMPL_NCCL] / b->busbw_n[IMPL_NCCL]);
+  if (b->busbw_n[IMPL_NCCL_SYMM] > 0)
+    printf("# %-20s : %g\n", "NCCL-symm avg bus bandwidth", b->busbw_sum[IMPL_NCCL_SYMM] / b->busbw_n[IMPL_NCCL_SYMM]);
   printf("#\n# Collective test concluded: mscclpp-perf %s\n", coll_name(b->o.coll));
   if (b->json == NULL) return;
   fprintf(b->json, "\n  ], \"wrong_total\": %zu, \"ok\": %s, \"avg_busbw_gbs\": %.4f", b->wrong_total,
           b->wrong_total == 0 ? "true" : "false", avg);
   if (b->busbw_n[IMPL_NCCL] > 0) fprintf(b->json, ", \"nccl_avg_busbw_gbs\": %.4f", b->busbw_sum[IMPL_NCCL] / b->busbw_n[IMPL_NCCL]);
+  if (b->busbw_n[IMPL_NCCL_SYMM] > 0)
+    fprintf(b->json, ", \"nccl_symm_avg_busbw_gbs\": %.4f", b->busbw_sum[IMPL_NCCL_SYMM] / b->busbw_n[IMPL_NCCL_SYMM]);
   fprintf(b->json, "}\n");
   fclose(b->json);
 }
@@ -989,6 +948,7 @@ static void setup(struct bench* b) {
   if (b->gpu) CUDA_OK(b, cudaStreamCreateWithFlags((cudaStream_t*)&b->stream, cudaStreamNonBlocking));
 #endif
   if (b->o.nccl && b->gpu) nccl_load(b);
+  if (b->o.nccl_symm && b->gpu) symm_setup(b);
 }
 
 static void teardown(struct bench* b) {
@@ -1002,7 +962,8 @@ static void teardown(struct bench* b) {
     free(b->send), free(b->recv);
   }
   free(b->hin), free(b->hout);
-  if (b->ncomm) b->nc.CommDestroy(b->ncomm);
+  if (b->symm_ok) perf_nccl_symm_release(&b->nc, &b->symm); /* collective: every rank gets here */
+  perf_nccl_destroy(&b->nc);
   MPP_OK(b, mscclppBootstrapBarrier(b->comm));
   MPP_OK(b, mscclppCommDestroy(b->comm));
 }
@@ -1013,14 +974,15 @@ static void run_sizes(struct bench* b, uint64_t* seed) {
   int list_i = 0;
   for (size_t size = b->o.nsizes ? b->o.sizes[0] : b->o.minb; b->o.nsizes ? list_i < b->o.nsizes : size <= b->o.maxb;) {
     struct shape s = shape_of(b->o.coll, size, b->es, b->n);
-    struct result got[2][2] = {{{0}}};
-    for (int impl = IMPL_MSCCLPP; impl <= (b->o.nccl && b->gpu ? IMPL_NCCL : IMPL_MSCCLPP); impl++) {
+    struct result got[IMPL_COUNT][2] = {{{0}}};
+    int last = b->symm_ok ? IMPL_NCCL_SYMM : b->o.nccl && b->gpu ? IMPL_NCCL : IMPL_MSCCLPP;
+    for (int impl = IMPL_MSCCLPP; impl <= last; impl++) {
       if (impl == IMPL_MSCCLPP && b->mscclpp_broken) continue;
       struct result oop = measure(b, impl, &s, 0, (*seed)++), ip = {0};
       if (b->o.coll != ALGO_COLL_SENDRECV) ip = measure(b, impl, &s, 1, (*seed)++);
       got[impl][0] = oop, got[impl][1] = ip;
       if (oop.valid || ip.valid) report_row(b, impl, &s, &oop, &ip);
-      if (impl == IMPL_NCCL) report_ratio(b, &s, got);
+      if (impl != IMPL_MSCCLPP) report_ratio(b, &s, got, impl);
       for (int k = 0; k < 2; k++) { /* every rank knows the sums over ranks */
         const struct result* r = k ? &ip : &oop;
         if (r->valid && r->wrong != (size_t)-1) b->wrong_total += r->wrong;

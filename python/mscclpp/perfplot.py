@@ -1,5 +1,6 @@
 """Pictures of mscclpp-perf results: bus bandwidth and time against message size, one line per
-implementation (ours, and NCCL from an --nccl run), datatype and operator of each results file.
+implementation (ours; NCCL from an --nccl run; NCCL on symmetric windows, "nccl-symm", from
+--nccl-symm), datatype and operator of each results file.
 
     mscclpp-perf allreduce --json results.json ...        # (under mscclpp-run, mpirun, ...)
     python -m mscclpp.perfplot results.json [more.json ...] -o perf.png [--placement in] [--title TEXT]
@@ -86,7 +87,7 @@ def plot_results(paths, output, placement="out", title=None):
     fig, (bw_ax, t_ax) = plt.subplots(1, 2, figsize=(12, 4.8))
     many_files = len(paths) > 1
     for name, (label, impl, sizes, busbw, times) in lines:
-        style = dict(marker="o", markersize=3, linestyle="--" if impl == "nccl" else "-")
+        style = dict(marker="o", markersize=3, linestyle={"nccl": "--", "nccl-symm": ":"}.get(impl, "-"))
         text = f"{label} [{name}]" if many_files else label
         bw_ax.plot(sizes, busbw, label=text, **style)
         t_ax.plot(sizes, times, label=text, **style)
@@ -111,7 +112,8 @@ def plot_results(paths, output, placement="out", title=None):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mscclpp.perfplot",
                                  description="Draw mscclpp-perf --json results: busbw and time against size.")
-    ap.add_argument("results", nargs="+", help="mscclpp-perf --json files (NCCL rows of --nccl runs are drawn dashed)")
+    ap.add_argument("results", nargs="+", help="mscclpp-perf --json files (NCCL rows of --nccl runs are drawn dashed, "
+                                                         "nccl-symm rows of --nccl-symm dotted)")
     ap.add_argument("-o", "--output", required=True, help="the picture to write; its suffix picks the format")
     ap.add_argument("--placement", choices=sorted(PLACEMENTS), default="out",
                     help="out-of-place (out, the default) or in-place (in) results")

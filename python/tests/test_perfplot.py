@@ -1,4 +1,4 @@
-"""mscclpp.perfplot: series() splits mscclpp-perf --json rows by implementation (ours, NCCL) and
+"""mscclpp.perfplot: series() splits mscclpp-perf --json rows by implementation (ours, NCCL, NCCL-symm) and
 datatype/operator (no matplotlib needed); plot_results and the command line write a PNG of sane
 size from a checked-in sample of a real 2-CPU-rank run (data/perf_allreduce_cpu2.json) and, when
 mscclpp-perf is built, from a fresh run of it; bad input is one clear error."""
@@ -37,12 +37,13 @@ def tool_dir():
     return None
 
 
-def with_nccl_rows(doc):
-    """The document with an NCCL row beside each of ours (half our bandwidth), as --nccl runs give."""
+def with_nccl_rows(doc, impl="nccl"):
+    """The document with an NCCL row beside each of ours (half our bandwidth), as --nccl runs give
+    (impl "nccl-symm": the rows --nccl-symm adds)."""
     out = copy.deepcopy(doc)
     for row in doc["rows"]:
         n = copy.deepcopy(row)
-        n["impl"] = "nccl"
+        n["impl"] = impl
         for key in ("out_of_place", "in_place"):
             if n[key]:
                 n[key]["busbw_gbs"] /= 2
@@ -71,6 +72,8 @@ def test_series_split_by_impl_and_dtype():
     doc = with_nccl_rows(perfplot.load_results(SAMPLE))
     impls = sorted(x[1] for x in perfplot.series(doc))
     assert impls == ["mscclpp", "nccl"]
+    both = with_nccl_rows(doc, "nccl-symm")  # --nccl-symm: a third line
+    assert sorted(x[1] for x in perfplot.series(both)) == ["mscclpp", "nccl", "nccl-symm"]
     doc["rows"].append(dict(doc["rows"][0], datatype="half"))
     labels = [x[0] for x in perfplot.series(doc)]
     assert any("(half sum)" in l for l in labels) and any("(float sum)" in l for l in labels)

@@ -7,7 +7,8 @@
   sizes    K/M/G/KiB... sizes are taken (mscclpp-plan run --size 4K runs 4096 bytes) and junk,
            overflow and 0 are refused
   perf     an nccl-tests command line runs under mscclpp-run -n 2 and prints nccl-tests' table
-           (column heads, 2 decimals, the footer lines)
+           (column heads, 2 decimals, the footer lines); --nccl-symm on CPU ranks says it needs GPU
+           ranks and prints ours only
   params   mscclpp-info lists every variable of docs/parameters.md (which is up to date), and bad
            values of MSCCLPP_LOG_LEVEL / integer / enumerated parameters are warned about once
   draw     mscclpp-plan draw --dot lists edges by step then rank; draw -o writes a picture, or says
@@ -63,7 +64,7 @@ HELP = {
     "mscclpp-run": ["-n", "--nnodes", "--node-rank", "--port", "--host", "--grace", "--help"],
     "mscclpp-perf": ["-b", "-e", "-f", "-i", "-s", "-n", "-w", "-c", "-d", "-o", "-r", "-G", "-a", "-T", "-J", "-t",
                      "-g", "-m", "-N", "-p", "-z", "-y", "-C", "-S", "-R", "-M", "-u", "-I", "-K", "-x", "--json",
-                     "--plot", "--cpu", "--gpu", "--nccl", "--help", "allreduce", "sendrecv"],
+                     "--plot", "--cpu", "--gpu", "--nccl", "--nccl-symm", "--help", "allreduce", "sendrecv"],
     "mscclpp-plan": ["validate", "run", "draw", "convert"],
     "mscclpp-plan validate": ["--strict", "--json"],
     "mscclpp-plan run": ["-n", "--size", "--dtype", "--iters", "--cpu", "--gpu", "--ll8", "--hosts"],
@@ -113,6 +114,7 @@ def test_errors():
     bad([perf, "allreduce", "-t", "2"], "mscclpp-run -n N", "mscclpp-perf -t 2")
     bad([perf, "allreduce", "-x", "1"], "not supported", "mscclpp-perf -x 1")
     bad([perf, "allreduce", "-b", "1M", "-e", "1K"], "above", "mscclpp-perf -b 1M -e 1K")
+    bad([perf, "allreduce", "-R", "2"], "--nccl-symm", "mscclpp-perf -R 2 (nccl-tests' symmetric registration)")
     # Under the launcher: rank 0 explains, the launcher sums up in one line.
     r = run([mrun, "-n", "3", perf, "allreduce", "-g", "4"])
     lines = stderr_lines(r)
@@ -162,6 +164,14 @@ def test_perf():
         check(ok, "row with 2-decimal times and bandwidths: %s" % " ".join(f))
     check(any(re.fullmatch(r"# Out of bounds values : 0 OK", l) for l in out), "out of bounds footer", r)
     check(any(re.fullmatch(r"# Avg bus bandwidth    : [0-9.e+-]+", l) for l in out), "avg bus bandwidth footer", r)
+    # --nccl-symm on CPU ranks: one line saying so, our rows only (no impl column, no ratio rows)
+    r = run([tool("mscclpp-run"), "-n", "2", tool("mscclpp-perf"), "allreduce", "--cpu", "--nccl-symm", "-b", "8",
+             "-e", "1K", "-f", "8", "-n", "2", "-w", "1"])
+    out = r.stdout.splitlines()
+    rows = [l.split() for l in out if l.strip() and not l.startswith("#")]
+    check(r.returncode == 0 and not r.stderr and "# --nccl-symm: the NCCL comparison needs GPU ranks; these are CPU "
+          "ranks, so mscclpp only" in out and len(rows) == 3 and all(len(f) == 13 for f in rows),
+          "--nccl-symm on CPU ranks: a note, then ours only", r)
 
 
 def test_params():

@@ -12,3 +12,8 @@ if(Python3_Interpreter_FOUND)
   # mscclpp-plan run and draw need the generated plans (tests/plans/plans.cmake)
   set_tests_properties(tools_errors tools_sizes tools_draw PROPERTIES FIXTURES_REQUIRED plan_corpus)
 endif()
+
+# mscclpp-perf's NCCL side (tools/perf/perf_nccl.c) on stand-in functions: --nccl-symm's window
+# calls and their order, a library without them, a missing required function.
+mpp_unit_test(perf_nccl_symm ${CMAKE_CURRENT_LIST_DIR}/perf_nccl_symm.c ${PROJECT_SOURCE_DIR}/tools/perf/perf_nccl.c)
+target_include_directories(perf_nccl_symm PRIVATE ${PROJECT_SOURCE_DIR}/tools/perf)
