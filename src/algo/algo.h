@@ -101,6 +101,9 @@ void algo_win_free_all(struct algo_comm* ac);
 /* The state of comm, made on first use (no communication) in the communicator's COMM_EXT_ALGO slot
  * and released at communicator teardown. Lock-free once made. */
 mscclppResult_t algo_comm_get(struct mscclppComm* comm, struct algo_comm** out);
+/* RemoteError, naming the cause, when comm's collectives cannot run any more: a rank died, or a
+ * bounded device wait of an earlier call ran out (health.c). who: the caller's name for messages. */
+mscclppResult_t algo_health(struct mscclppComm* comm, const char* who);
 
 /* Resolves op for dtype on ac: the kind and, for a pre-multiplied sum, this rank's scalar (read now
  * for Device residence). InvalidArgument names fn and what is wrong. */

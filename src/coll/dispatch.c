@@ -45,6 +45,9 @@ static int one_rank(const struct algo_comm* ac, const struct algo_args* a, msccl
 static mscclppResult_t dispatch_here(struct algo_comm* ac, const struct algo_args* a) {
   const char* name = algo_coll_name(a->coll);
   MPP_CHECK(check_kind(ac, name));
+  /* GPU ranks: a kernel cannot fail its call, which has returned; a dead rank or a device wait that
+   * ran out fails the calls after it instead (CPU ranks' waits fail their own call) */
+  if (ac->kind == mscclppRankGpu) MPP_CHECK(algo_health(ac->comm, name));
   int by_plan = 0;
   MPP_CHECK(planreg_dispatch(ac, a, &by_plan));
   if (by_plan) return mscclppSuccess;
@@ -87,6 +90,8 @@ mscclppResult_t coll_dispatch_p2p(struct p2p_op* ops, int nops) {
     gpu |= ops[i].ac->kind == mscclppRankGpu;
   }
   if (!gpu) return cpu_p2p_run(ops, nops);
+  for (int i = 0; i < nops; i++)
+    if (i == 0 || ops[i].ac != ops[i - 1].ac) MPP_CHECK(algo_health(ops[i].ac->comm, "send/recv"));
   int dev = nops > 0 ? rank_device(ops[0].ac) : -1, prev = ext_dev_enter(dev);
   mscclppResult_t res = gpu_p2p_run(ops, nops); /* gpu_p2p_run refuses CPU ops */
   ext_dev_leave(prev, dev);

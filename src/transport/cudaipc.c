@@ -5,6 +5,7 @@
  * against a deadline. Without CUDA in the build the transport exports and imports nothing and its
  * connections are refused. */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -114,20 +115,77 @@ static mscclppResult_t import_same_process(struct transport_mem* mem) {
   return mscclppSuccess;
 }
 
+/* The legacy IPC handles this process has open. CUDA maps a handle once per process and refuses a
+ * second open of it (cudaErrorAlreadyMapped): small cudaMalloc buffers share their allocation, so
+ * two registrations, of one peer or of one buffer made again, can name the same one. Counted, and
+ * closed when the last import of it goes. */
+struct ipc_open {
+  uint8_t handle[IPC_HANDLE_BYTES];
+  int dev;
+  void* base;
+  int refs;
+};
+static struct {
+  pthread_mutex_t lock;
+  struct ipc_open* v;
+  int n, cap;
+} ipc_opens = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The mapping of handle h on device dev: opened now, or the one already open (one more user). */
+static mscclppResult_t ipc_open_get(const uint8_t* h, int dev, void** base) {
+  pthread_mutex_lock(&ipc_opens.lock);
+  for (int i = 0; i < ipc_opens.n; i++)
+    if (ipc_opens.v[i].dev == dev && memcmp(ipc_opens.v[i].handle, h, IPC_HANDLE_BYTES) == 0) {
+      ipc_opens.v[i].refs++;
+      *base = ipc_opens.v[i].base;
+      pthread_mutex_unlock(&ipc_opens.lock);
+      return mscclppSuccess;
+    }
+  mscclppResult_t res = mscclppSuccess;
+  if (ipc_opens.n == ipc_opens.cap) {
+    int cap = ipc_opens.cap ? 2 * ipc_opens.cap : 16;
+    struct ipc_open* v = realloc(ipc_opens.v, (size_t)cap * sizeof(*v));
+    if (v == NULL) res = MPP_ERR(mscclppSystemError, "p2p: out of host memory");
+    else ipc_opens.v = v, ipc_opens.cap = cap;
+  }
+  cudaIpcMemHandle_t ch;
+  memcpy(&ch, h, sizeof(ch));
+  cudaError_t ce = res == mscclppSuccess ? cudaIpcOpenMemHandle(base, ch, cudaIpcMemLazyEnablePeerAccess) : cudaSuccess;
+  if (ce != cudaSuccess) res = cuda_error(ce, "cudaIpcOpenMemHandle of a peer's cudaMalloc buffer", __FILE__, __LINE__);
+  if (res == mscclppSuccess) {
+    struct ipc_open* o = &ipc_opens.v[ipc_opens.n++];
+    memcpy(o->handle, h, IPC_HANDLE_BYTES);
+    o->dev = dev, o->base = *base, o->refs = 1;
+  }
+  pthread_mutex_unlock(&ipc_opens.lock);
+  return res;
+}
+
+/* One user of the mapping at base fewer; the last one closes it. */
+static void ipc_open_put(void* base) {
+  pthread_mutex_lock(&ipc_opens.lock);
+  for (int i = 0; i < ipc_opens.n; i++)
+    if (ipc_opens.v[i].base == base) {
+      if (--ipc_opens.v[i].refs == 0) {
+        cudaIpcCloseMemHandle(base);
+        ipc_opens.v[i] = ipc_opens.v[--ipc_opens.n];
+      }
+      break;
+    }
+  pthread_mutex_unlock(&ipc_opens.lock);
+}
+
 /* Opens a peer's cudaMalloc allocation and checks it is as large as the blob says. */
 static mscclppResult_t import_legacy(struct transport_mem* mem) {
   struct regmem_desc* d = &mem->d;
   if (d->pid == (int32_t)getpid()) return import_same_process(mem);
-  cudaIpcMemHandle_t h;
-  memcpy(&h, cuda_part(d)->ipc_handle, sizeof(h));
   void* base = NULL;
-  cudaError_t ce = cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess);
-  if (ce != cudaSuccess) return cuda_error(ce, "cudaIpcOpenMemHandle of a peer's cudaMalloc buffer", __FILE__, __LINE__);
+  MPP_CHECK(ipc_open_get(cuda_part(d)->ipc_handle, mem->tc->cuda_dev, &base));
   CUdeviceptr rbase = 0;
   size_t rsize = 0;
   if (cu.cuMemGetAddressRange(&rbase, &rsize, (CUdeviceptr)base) != CUDA_SUCCESS || d->alloc_offset > rsize ||
       d->size > rsize - d->alloc_offset) {
-    cudaIpcCloseMemHandle(base);
+    ipc_open_put(base);
     return MPP_ERR(mscclppRemoteError, "p2p: rank %d's allocation has %zu bytes, its blob claims %llu at offset %llu",
                    d->owner, rsize, (unsigned long long)d->size, (unsigned long long)d->alloc_offset);
   }
@@ -196,7 +254,7 @@ static void cuda_unimport(struct transport_mem* mem) {
     cu.cuMemAddressFree(va, mem->map_len);
     cu.cuMemRelease((CUmemGenericAllocationHandle)mem->handle);
   } else {
-    cudaIpcCloseMemHandle(mem->map_base);
+    ipc_open_put(mem->map_base);
   }
   mem->map_base = NULL;
   mem->ptr = NULL;

@@ -120,6 +120,31 @@ mscclppResult_t xh_children(struct gpu_xhost* x) {
   return res;
 }
 
+/* " (its rank i is rank R here, ...)": the ranks of a child in the communicator's numbering. */
+static void child_ranks(const struct gpu_xhost* x, int rail, char* buf, size_t len) {
+  int n = snprintf(buf, len, " (%s: its rank", rail ? "the rail between hosts" : "this host's GPU ranks");
+  int k = rail ? x->nhosts : x->lsize;
+  for (int i = 0; i < k && n > 0 && (size_t)n < len; i++) {
+    int r = rail ? hier_rank(x->lay, i, x->lrank) : hier_rank(x->lay, x->host, i);
+    n += snprintf(buf + n, len - (size_t)n, "%s %d is rank %d", i ? "," : "", i, r);
+  }
+  if (n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, " of the communicator)");
+}
+
+mscclppResult_t xh_children_health(struct gpu_xhost* x) {
+  for (int rail = 0; rail < 2; rail++) {
+    mscclppComm_t c = rail ? x->rail : x->local;
+    if (c == NULL) continue;
+    mscclppResult_t res = algo_health(c, "GPU collectives across hosts");
+    if (res != mscclppSuccess) {
+      char who[256];
+      child_ranks(x, rail, who, sizeof(who));
+      return MPP_ERR(res, "%s%s", err_copy().text, who);
+    }
+  }
+  return mscclppSuccess;
+}
+
 /* The stage's first XH_STAGE_HEAD bytes hold the premulsum scalar of the next host step (copied
  * there on the stream before it); callers get what follows. */
 #define XH_STAGE_HEAD 64
@@ -210,19 +235,14 @@ static mscclppResult_t step_take(struct gpu_xhost* x, int nops, struct xh_step**
 }
 
 /* Records the first failure of a host step: later steps skip their work and later calls fail. A
- * step on the rail names the rail's ranks, which the message then translates (rail rank h is the
- * rank of this local index on host h). */
+ * step on the rail names the rail's ranks, which the message then translates. */
 static void step_failed(struct gpu_xhost* x, const struct xh_step* s, mscclppResult_t res, const char* what) {
   int none = 0; /* one writer of err and msg, should host steps of two streams fail at once */
   if (!atomic_compare_exchange_strong(&x->failing, &none, 1)) return;
   x->err = res;
-  int n = snprintf(x->msg, sizeof(x->msg), "%s: %s", what, err_last());
-  if (s->cac != x->ac && n > 0 && (size_t)n < sizeof(x->msg)) {
-    n += snprintf(x->msg + n, sizeof(x->msg) - (size_t)n, " (ranks of the rail between hosts; rail rank h is rank");
-    for (int h = 0; h < x->nhosts && n > 0 && (size_t)n < sizeof(x->msg); h++)
-      n += snprintf(x->msg + n, sizeof(x->msg) - (size_t)n, "%s %d", h ? "," : "", hier_rank(x->lay, h, x->lrank));
-    if (n > 0 && (size_t)n < sizeof(x->msg)) snprintf(x->msg + n, sizeof(x->msg) - (size_t)n, " of the communicator)");
-  }
+  char who[256] = "";
+  if (s->cac != x->ac) child_ranks(x, 1, who, sizeof(who));
+  snprintf(x->msg, sizeof(x->msg), "%s: %s%s", what, err_last(), who);
   LOG_WARN_(LOG_SUB_ALGO, "GPU collectives across hosts: a host step failed (the calls after it fail): %s", x->msg);
   /* release: a thread that sees failed set reads err and msg as written above */
   atomic_store_explicit(&x->failed, 1, memory_order_release);

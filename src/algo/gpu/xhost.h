@@ -64,6 +64,9 @@ struct gpu_xhost {
 mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out);
 /* The local and rail communicators (collective: every rank calls it in the same call). */
 mscclppResult_t xh_children(struct gpu_xhost* x);
+/* RemoteError when a child communicator cannot run collectives any more (algo_health), its ranks
+ * translated into the communicator's in the message. */
+mscclppResult_t xh_children_health(struct gpu_xhost* x);
 /* Releases everything, after waiting for the device (its queued host steps; abort: the child
  * communicators are aborted first, so a step waiting on a peer there returns at once). */
 void xh_free(struct gpu_xhost* x, int abort);

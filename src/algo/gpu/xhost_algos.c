@@ -261,6 +261,7 @@ mscclppResult_t gpu_coll_hier(struct algo_comm* ac, const struct algo_args* a) {
   }
   if (a->count == 0) return mscclppSuccess;
   MPP_CHECK(xh_children(x));
+  MPP_CHECK(xh_children_health(x));
   struct hier_ctx c = {.x = x, .a = a};
   struct algo_comm* lac;
   MPP_CHECK(algo_comm_get(x->local, &lac));
