@@ -130,6 +130,14 @@ mscclppResult_t gpu_cuda_check(int err, const char* what);
 mscclppResult_t gpu_preload_ll(void);
 mscclppResult_t gpu_preload_bulk(void);
 mscclppResult_t gpu_preload_zc(void);
+
+/* GPU ranks on several hosts (xhost.cu, used by xhost_algos.c): dst[i] = srcs[0][i] op ... op
+ * srcs[nsrc-1][i] in source order, then / divide when divide > 0 (avg); sources in device or
+ * host-mapped pinned memory, dst may be one of them. op: sum, prod, max or min. */
+#define XH_MAX_SRCS 16
+mscclppResult_t xh_reduce_launch(void* dst, const void* const* srcs, int nsrc, size_t count, int dtype, int op,
+                                 int divide, void* stream);
+mscclppResult_t xh_preload(void);
 /* Largest part one LL launch can carry per peer. */
 static inline uint64_t gpu_ll_max(const struct gpu_dev* d) { return d->ll_slot / 2 - 16; }
 

@@ -112,6 +112,7 @@ mscclppResult_t xh_children(struct gpu_xhost* x) {
   enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
   mscclppResult_t res = make_children(x);
+  if (res == mscclppSuccess) res = xh_preload(); /* the cross-host reductions: loaded now, not at a first launch */
   cudaThreadExchangeStreamCaptureMode(&mode);
   x->children = res == mscclppSuccess ? 1 : -1;
   if (res == mscclppSuccess)
@@ -165,7 +166,9 @@ mscclppResult_t xh_stage(struct gpu_xhost* x, size_t bytes, char** out) {
   void* p = NULL;
   enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
-  cudaError_t e = cudaHostAlloc(&p, want, cudaHostAllocPortable);
+  cudaError_t e = cudaHostAlloc(&p, want, cudaHostAllocPortable | cudaHostAllocMapped);
+  void* dev = NULL;
+  if (e == cudaSuccess && (e = cudaHostGetDevicePointer(&dev, p, 0)) != cudaSuccess) cudaFreeHost(p);
   cudaThreadExchangeStreamCaptureMode(&mode);
   if (e != cudaSuccess) {
     free(old);
@@ -176,7 +179,7 @@ mscclppResult_t xh_stage(struct gpu_xhost* x, size_t bytes, char** out) {
     old->ptr = x->stage, old->next = x->retired;
     x->retired = old;
   }
-  x->stage = p, x->stage_bytes = want;
+  x->stage = p, x->stage_dev = dev, x->stage_bytes = want;
   *out = x->stage + XH_STAGE_HEAD;
   return mscclppSuccess;
 }

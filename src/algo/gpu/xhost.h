@@ -43,7 +43,8 @@ struct gpu_xhost {
   mscclppComm_t local;  /* GPU ranks of this host (NVLink), made by the first hierarchical call */
   mscclppComm_t rail;   /* CPU ranks: the ranks with this local index, one per host (rank = host) */
   int children;         /* 0: not made yet, 1: made, -1: making them failed */
-  char* stage;          /* pinned host memory, stage_bytes */
+  char* stage;          /* pinned host memory, stage_bytes, mapped for the GPU at stage_dev */
+  char* stage_dev;
   size_t stage_bytes;
   struct xh_mem* retired;  /* stages replaced by larger ones: steps queued earlier may still use them */
   struct xh_step* all;     /* every step record made (freed at teardown; a captured call's stays in
@@ -74,6 +75,8 @@ void xh_free(struct gpu_xhost* x, int abort);
 /* The stage, at least bytes long (a larger one replaces it: never while the stream is captured
  * once it was made, since graphs keep the old address; the old one lives until teardown). */
 mscclppResult_t xh_stage(struct gpu_xhost* x, size_t bytes, char** out);
+/* The device address of host pointer p of the current stage (the GPU reads it over PCIe). */
+static inline char* xh_stage_dev(const struct gpu_xhost* x, const char* p) { return x->stage_dev + (p - x->stage); }
 /* The most elements of es bytes one staged piece carries (MSCCLPP_ALGO_GPU_HOST_CHUNK, at least 1). */
 size_t xh_piece(size_t es);
 

@@ -10,6 +10,7 @@
 #include "algo/gpu/xhost.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/param.h"
 
 #if MSCCLPP_HAVE_CUDA
 
@@ -112,7 +113,23 @@ static mscclppResult_t rail_step(const struct hier_ctx* c, enum algo_coll coll, 
   const struct algo_desc* d = NULL;
   MPP_CHECK(algo_select(coll, mscclppRankCpu, n, c->rac->nhosts, h.bytes, a->dtype, 0, &d));
   if (d == NULL) return MPP_ERR(mscclppInternalError, "GPU collectives across hosts: no CPU algorithm for the rail");
-  return xh_host_coll(c->x, a->stream, c->rac, d, &h, coll == ALGO_COLL_BROADCAST ? 0 : c->divide);
+  int reduces = coll == ALGO_COLL_ALLREDUCE || coll == ALGO_COLL_REDUCESCATTER;
+  return xh_host_coll(c->x, a->stream, c->rac, d, &h, reduces ? c->divide : 0);
+}
+
+/* Whether the hosts' partial results are reduced on the GPU (MSCCLPP_ALGO_GPU_HOST_REDUCE=gpu, and
+ * few enough hosts for one kernel's sources) rather than by the CPU collective in the host step. */
+static int reduce_on_gpu(const struct gpu_xhost* x) {
+  return x->nhosts <= XH_MAX_SRCS && strcmp(param_str(PARAM_ALGO_GPU_HOST_REDUCE), "host") != 0;
+}
+
+/* dev (k elements) = the hosts' blocks reduced in host order: this host's from dev itself, the
+ * others' from blocks[h] of the host-mapped stage (w bytes apart), divided for avg. */
+static mscclppResult_t gpu_reduce_hosts(const struct hier_ctx* c, char* dev, const char* blocks, size_t w, size_t k) {
+  const void* srcs[XH_MAX_SRCS];
+  for (int h = 0; h < c->x->nhosts; h++)
+    srcs[h] = h == c->x->host ? (const void*)dev : (const void*)xh_stage_dev(c->x, blocks + (size_t)h * w);
+  return xh_reduce_launch(dev, srcs, c->x->nhosts, k, c->a->dtype, c->second, c->divide, c->a->stream);
 }
 
 /* Element slice of count for local rank l of L (as the two-phase plans cut it). */
@@ -146,13 +163,21 @@ static mscclppResult_t hier_allreduce(const struct hier_ctx* c) {
   lslice(a->count, L, x->lrank, &off, &n);
   size_t piece;
   char* stage;
-  MPP_CHECK(rail_pieces(x, n, es, 1, &piece, &stage));
+  int on_gpu = reduce_on_gpu(x);
+  MPP_CHECK(rail_pieces(x, n, es, on_gpu ? (size_t)x->nhosts : 1, &piece, &stage));
   for (size_t o = 0; o < n; o += piece) {
-    size_t k = n - o < piece ? n - o : piece;
+    size_t k = n - o < piece ? n - o : piece, w = k * es;
     char* dev = (char*)a->recv + (off + o) * es;
-    MPP_CHECK(xh_d2h(stage, k * es, dev, k * es, k * es, 1, a->stream));
+    if (on_gpu) { /* the hosts' partials gathered along the rail (in place: this host's block at its index), reduced here */
+      char* mine = stage + (size_t)x->host * w;
+      MPP_CHECK(xh_d2h(mine, w, dev, w, w, 1, a->stream));
+      MPP_CHECK(rail_step(c, ALGO_COLL_ALLGATHER, mine, stage, k, -1));
+      MPP_CHECK(gpu_reduce_hosts(c, dev, stage, w, k));
+      continue;
+    }
+    MPP_CHECK(xh_d2h(stage, w, dev, w, w, 1, a->stream));
     MPP_CHECK(rail_step(c, ALGO_COLL_ALLREDUCE, stage, stage, k, -1));
-    MPP_CHECK(xh_h2d(dev, k * es, stage, k * es, k * es, 1, a->stream));
+    MPP_CHECK(xh_h2d(dev, w, stage, w, w, 1, a->stream));
   }
   return local_launch(c, &p[1]);
 }
@@ -185,26 +210,58 @@ static mscclppResult_t hier_allgather(const struct hier_ctx* c) {
   return mscclppSuccess;
 }
 
+/* This host's partial of host h's block [o, o + k) of the output (NVLink: the host's ranks with this
+ * local index reduce it), into dev. */
+static mscclppResult_t rs_local(const struct hier_ctx* c, int h, char* dev, size_t o, size_t k) {
+  const struct algo_args* a = c->a;
+  struct gpu_xhost* x = c->x;
+  size_t w = k * a->es;
+  struct gx_plan p;
+  local_plan(c, &p, GX_REDUCE, a->send, dev);
+  for (int q = 0; q < x->lsize; q++)
+    p.send_off[q] = ((uint64_t)hier_rank(x->lay, h, q) * a->count + o) * a->es, p.send_len[q] = p.recv_len[q] = w;
+  p.maxlen = w;
+  return local_launch(c, &p);
+}
+
+/* A reducescatter piece with the hosts' partials reduced on the GPU: the partials for the other
+ * hosts staged (stage's first H blocks) and swapped along the rail (an alltoall into the next H
+ * blocks), this host's own partial reduced last into dev, then the hosts' partials of this block
+ * reduced from there in host order. */
+static mscclppResult_t rs_piece_gpu(const struct hier_ctx* c, char* stage, char* dev, size_t o, size_t k) {
+  struct gpu_xhost* x = c->x;
+  int H = x->nhosts;
+  size_t w = k * c->a->es;
+  for (int i = 1; i <= H; i++) {
+    int h = (x->host + i) % H; /* i == H: this host, left in dev */
+    MPP_CHECK(rs_local(c, h, dev, o, k));
+    if (h != x->host) MPP_CHECK(xh_d2h(stage + (size_t)h * w, w, dev, w, w, 1, c->a->stream));
+  }
+  char* got = stage + (size_t)H * w;
+  MPP_CHECK(rail_step(c, ALGO_COLL_ALLTOALL, stage, got, k, -1));
+  return gpu_reduce_hosts(c, dev, got, w, k);
+}
+
 /* Reducescatter: per piece, each host's blocks reduced inside this host (this host's first: in
  * place, its block is the output), staged, then reduce-scattered along the rail. */
 static mscclppResult_t hier_reducescatter(const struct hier_ctx* c) {
   const struct algo_args* a = c->a;
   struct gpu_xhost* x = c->x;
-  int H = x->nhosts, L = x->lsize;
+  int H = x->nhosts;
   size_t es = a->es, piece;
   char* stage;
-  MPP_CHECK(rail_pieces(x, a->count, es, (size_t)(1 + H), &piece, &stage));
+  int on_gpu = reduce_on_gpu(x);
+  MPP_CHECK(rail_pieces(x, a->count, es, on_gpu ? (size_t)(2 * H) : (size_t)(1 + H), &piece, &stage));
   for (size_t o = 0; o < a->count; o += piece) {
     size_t k = a->count - o < piece ? a->count - o : piece, w = k * es;
     char* dev = (char*)a->recv + o * es;
+    if (on_gpu) {
+      MPP_CHECK(rs_piece_gpu(c, stage, dev, o, k));
+      continue;
+    }
     for (int i = 0; i < H; i++) {
       int h = (x->host + i) % H;
-      struct gx_plan p;
-      local_plan(c, &p, GX_REDUCE, a->send, dev);
-      for (int q = 0; q < L; q++)
-        p.send_off[q] = ((uint64_t)hier_rank(x->lay, h, q) * a->count + o) * es, p.send_len[q] = p.recv_len[q] = w;
-      p.maxlen = w;
-      MPP_CHECK(local_launch(c, &p));
+      MPP_CHECK(rs_local(c, h, dev, o, k));
       MPP_CHECK(xh_d2h(stage + (size_t)h * w, w, dev, w, w, 1, a->stream));
     }
     char* out = stage + (size_t)H * w;
