@@ -651,6 +651,14 @@ int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* ba
   return 1;
 }
 
+int net_test_stage_raw(struct transport_conn* conn, const struct transport_mem* mem, uint64_t offset, uint64_t size,
+                       uint64_t slot) {
+  struct net_conn* c = conn->priv;
+  if (c->stage == NULL || !(mem->d.transports & TRANSPORT_BIT(mscclppTransportNet))) return 0;
+  const struct net_part* p = (const struct net_part*)(const void*)&mem->d.part[mscclppTransportNet];
+  return net_stage_test_raw(conn, p->region_id & ~NET_REGION_STAGED, offset, size, slot) == mscclppSuccess;
+}
+
 unsigned long long net_test_refused(void) { return (unsigned long long)net_fabric_refused_total(); }
 #else
 size_t net_test_name(const struct transport_comm* tc, void* buf) {
@@ -672,6 +680,11 @@ int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* ba
   (void)mem;
   (void)key;
   (void)base;
+  return 0;
+}
+int net_test_stage_raw(struct transport_conn* conn, const struct transport_mem* mem, uint64_t offset, uint64_t size,
+                       uint64_t slot) {
+  (void)conn, (void)mem, (void)offset, (void)size, (void)slot;
   return 0;
 }
 unsigned long long net_test_refused(void) { return 0; }

@@ -193,6 +193,19 @@ mscclppResult_t net_stage_write(struct transport_conn* conn, uint64_t region, ui
   return mscclppSuccess;
 }
 
+mscclppResult_t net_stage_test_raw(struct transport_conn* conn, uint64_t region, uint64_t offset, uint64_t size,
+                                   uint64_t slot) {
+  struct net_stage* st = ((struct net_conn*)conn->priv)->stage;
+  if (slot < st->peer.slots) { /* taken as a real piece would be: its credit is waited for */
+    MPP_CHECK(wait_slots(conn, st, 1ull << slot, net_io_timeout_ms(), "test message"));
+    atomic_fetch_and_explicit(&st->free_mask, ~(1ull << slot), memory_order_relaxed);
+  }
+  struct net_sig msg;
+  net_seal(conn->priv, NET_STAGE_MAGIC, region, offset, size, slot, &msg);
+  struct net_op m = {.kind = NET_OP_SIGNAL, .sig = &msg};
+  return net_post_op(conn, &m);
+}
+
 int net_stage_idle(struct net_stage* st) {
   uint64_t all = all_slots(st->peer.slots);
   /* Acquire: as slots_free. */

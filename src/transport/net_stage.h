@@ -46,6 +46,10 @@ void net_stage_on_msg(void* arg, const struct net_sig* msg);
  * region (its id) at offset; returns once the pieces are posted (src may be reused at once). */
 mscclppResult_t net_stage_write(struct transport_conn* conn, uint64_t region, uint64_t offset, const char* src,
                                 int src_dev, uint64_t size);
+/* Tests (net_test_stage_raw): a STAGE message for slot (taken first when it is one of the peer's)
+ * without data. */
+mscclppResult_t net_stage_test_raw(struct transport_conn* conn, uint64_t region, uint64_t offset, uint64_t size,
+                                   uint64_t slot);
 /* 1 when no staged piece awaits its credit. */
 int net_stage_idle(struct net_stage* st);
 /* Waits, at most timeout_ms, until every staged piece has been placed by the peer (every credit is
