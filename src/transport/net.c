@@ -16,6 +16,7 @@
 #include "transport/net.h"
 #include "transport/net_conn.h"
 #include "transport/net_fabric.h"
+#include "transport/net_hello.h"
 #include "transport/net_sig.h"
 #include "transport/net_stage.h"
 #include "transport/tcp_regions.h"
@@ -200,71 +201,6 @@ static mscclppResult_t net_import(struct transport_mem* mem) {
 static void net_unimport(struct transport_mem* mem) { (void)mem; }
 
 #if MSCCLPP_HAVE_LIBFABRIC
-/* What the two sides of a connection swap over the (authenticated) bootstrap. */
-#define NET_HELLO_BYTES (8 + NET_ADDR_MAX + 8 + NET_SIG_NONCE_BYTES + 8 + NET_STAGE_DESC_BYTES)
-#define NET_HELLO_HMEM 1u /* flags: the sender's provider granted FI_HMEM */
-struct net_hello {
-  uint64_t name_len;
-  uint8_t name[NET_ADDR_MAX]; /* the endpoint's name: the only address put in the address vector */
-  uint32_t conn_id;           /* the sender's id of the connection, for the signals it will accept */
-  uint8_t nonce[NET_SIG_NONCE_BYTES]; /* fresh: the connection's keys are new each time */
-  uint32_t flags;                     /* NET_HELLO_HMEM */
-  struct net_stage_desc ring;         /* the sender's staging ring (slots 0: none) */
-};
-
-static void hello_encode(const struct net_hello* h, uint8_t* out) {
-  memset(out, 0, NET_HELLO_BYTES);
-  le_put64(out, h->name_len);
-  memcpy(out + 8, h->name, sizeof(h->name));
-  le_put32(out + 8 + NET_ADDR_MAX, h->conn_id);
-  memcpy(out + 16 + NET_ADDR_MAX, h->nonce, NET_SIG_NONCE_BYTES);
-  uint8_t* x = out + 16 + NET_ADDR_MAX + NET_SIG_NONCE_BYTES;
-  le_put32(x, h->flags);
-  le_put32(x + 8, h->ring.slots);
-  le_put32(x + 12, h->ring.slot_bytes);
-  le_put64(x + 16, h->ring.key);
-  le_put64(x + 24, h->ring.base);
-}
-
-static void hello_decode(const uint8_t* in, struct net_hello* h) {
-  h->name_len = le_get64(in);
-  memcpy(h->name, in + 8, sizeof(h->name));
-  h->conn_id = le_get32(in + 8 + NET_ADDR_MAX);
-  memcpy(h->nonce, in + 16 + NET_ADDR_MAX, NET_SIG_NONCE_BYTES);
-  const uint8_t* x = in + 16 + NET_ADDR_MAX + NET_SIG_NONCE_BYTES;
-  h->flags = le_get32(x);
-  h->ring.slots = le_get32(x + 8);
-  h->ring.slot_bytes = le_get32(x + 12);
-  h->ring.key = le_get64(x + 16);
-  h->ring.base = le_get64(x + 24);
-}
-
-static int stage_host(void) { return param_int(PARAM_NET_STAGE_HOST) != 0; }
-
-/* Whether conn may carry GPU memory (either rank is a GPU rank) or stages everything (tests):
- * then each side keeps a staging ring. Both sides compute the same from the peer table. */
-static int needs_stage(const struct transport_conn* conn) {
-  const struct transport_comm* tc = conn->tc;
-  return tc->kind == mscclppRankGpu || tc->peers[conn->peer].kind == mscclppRankGpu || stage_host();
-}
-
-/* How GPU memory crosses conn: "hmem" when every GPU rank of the pair has FI_HMEM (and
- * MSCCLPP_NET_GPU_MEM allows), else "staged"; "host" without GPU ranks. InvalidUsage where
- * MSCCLPP_NET_GPU_MEM=hmem and a side lacks it. */
-static mscclppResult_t gpu_mode(struct transport_conn* conn, const struct net_hello* theirs, const char** mode) {
-  const struct transport_comm* tc = conn->tc;
-  int me_gpu = tc->kind == mscclppRankGpu, peer_gpu = tc->peers[conn->peer].kind == mscclppRankGpu;
-  int me_ok = !me_gpu || net_fabric_hmem(fabric_of(conn)), peer_ok = !peer_gpu || (theirs->flags & NET_HELLO_HMEM);
-  const char* want = param_str(PARAM_NET_GPU_MEM);
-  *mode = stage_host() ? "staged (MSCCLPP_NET_STAGE_HOST=1: host memory too)" : !me_gpu && !peer_gpu ? "host" : "hmem";
-  if (stage_host() || (!me_gpu && !peer_gpu)) return mscclppSuccess;
-  if (strcmp(want, "hmem") == 0 && !(me_ok && peer_ok))
-    return MPP_ERR(mscclppInvalidUsage, "net transport: MSCCLPP_NET_GPU_MEM=hmem but the provider of rank %d does not "
-                   "grant FI_HMEM (%s); use auto or staged", me_ok ? conn->peer : tc->rank, net_fabric_desc(fabric_of(conn)));
-  if (strcmp(want, "staged") == 0 || !(me_ok && peer_ok)) *mode = "staged";
-  return mscclppSuccess;
-}
-
 /* Makes both directions' signal keys from the communicator's net key (bootstrap_derive_key: only
  * ranks holding the job's secret have it) and both nonces, and arms the receiving side. */
 static mscclppResult_t arm_signals(struct transport_conn* conn, struct net_conn* c, const struct net_hello* mine,
@@ -298,15 +234,15 @@ static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_
   mine.conn_id = c->my_id;
   MPP_CHECK(auth_random(mine.nonce, sizeof(mine.nonce)));
   mine.flags = net_fabric_hmem(f) ? NET_HELLO_HMEM : 0;
-  if (needs_stage(conn)) MPP_CHECK(net_stage_open(conn, &c->stage, &mine.ring));
-  hello_encode(&mine, out);
+  if (net_needs_stage(conn)) MPP_CHECK(net_stage_open(conn, &c->stage, &mine.ring));
+  net_hello_encode(&mine, out);
   MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, out, in, NET_HELLO_BYTES));
-  hello_decode(in, &theirs);
+  net_hello_decode(in, &theirs);
   if (theirs.conn_id == 0)
     return MPP_ERR(mscclppRemoteError, "net transport: rank %d sent connection id 0", conn->peer);
   MPP_CHECK(net_fabric_add_peer(f, conn->peer, theirs.name, theirs.name_len > NET_ADDR_MAX ? 0 : theirs.name_len,
                                 &c->addr));
-  MPP_CHECK(gpu_mode(conn, &theirs, mode));
+  MPP_CHECK(net_gpu_mode(conn, &theirs, mode));
   if (c->stage != NULL) MPP_CHECK(net_stage_arm(conn, c->stage, &theirs.ring));
   MPP_CHECK(arm_signals(conn, c, &mine, &theirs));
   if (c->stage != NULL) net_fabric_auth_hook(f, c->my_id, net_stage_on_msg, conn);
@@ -330,9 +266,9 @@ static mscclppResult_t net_connect(struct transport_conn* conn) {
     return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   }
   pthread_mutex_init(&c->send_lock, NULL);
-  c->stage_all = stage_host();
+  c->stage_all = net_stage_host();
   conn->priv = c; /* before the staging hook is armed: the progress thread finds c through conn */
-  const char* mode = "host";
+  const char* mode = "";
   mscclppResult_t res = net_connect_swap(conn, c, &mode);
   if (res != mscclppSuccess) {
     if (c->my_id != 0) net_fabric_auth_remove(fabric_of(conn), c->my_id); /* no hook runs after it */

@@ -471,6 +471,7 @@ mscclppResult_t net_fabric_add_peer(struct net_fabric* f, int peer, const void* 
 
 mscclppResult_t net_buf_alloc(struct net_fabric* f, size_t bytes, int dev, struct net_buf* out) {
   memset(out, 0, sizeof(*out));
+  bytes = (bytes + 4095) / 4096 * 4096; /* aligned_alloc wants a multiple of the alignment */
   char* ptr = aligned_alloc(4096, bytes);
   if (ptr == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory for %zu staging bytes", bytes);
   memset(ptr, 0, bytes);

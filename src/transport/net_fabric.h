@@ -44,7 +44,7 @@ struct net_buf {
   int pinned;
   struct net_mr mr;
 };
-/* Allocates and registers bytes (a multiple of 4096) of host memory; pinned for device dev >= 0. */
+/* Allocates and registers bytes (rounded up to 4 KiB) of host memory; pinned for device dev >= 0. */
 mscclppResult_t net_buf_alloc(struct net_fabric* f, size_t bytes, int dev, struct net_buf* out);
 /* Deregisters, unpins and frees b (NULL ptr: nothing). */
 void net_buf_free(struct net_buf* b);
