@@ -293,28 +293,38 @@ static mscclppResult_t fi_fail(const char* what, int r) {
   return MPP_ERR(mscclppSystemError, "net transport: %s failed: %s", what, fi_strerror(r < 0 ? -r : r));
 }
 
-/* Asks libfabric for the provider's entries; FI_SOURCE where offered, and FI_HMEM first when
- * want_hmem (a provider without it still serves, GPU memory then goes staged). */
-static int get_list(const char* prov, int want_hmem, struct fi_info** list, int* hmem) {
+/* Asks libfabric for the entries of provider prov (any where ""), FI_SOURCE where offered, FI_HMEM
+ * when with_hmem: 0 with *list, else the fi_getinfo error. */
+static int get_list(const char* prov, int with_hmem, struct fi_info** list) {
   int r = -FI_ENODATA;
   *list = NULL;
-  for (int with_hmem = want_hmem; with_hmem >= 0 && *list == NULL; with_hmem--)
-    for (int with_source = 1; with_source >= 0 && *list == NULL; with_source--) {
-      struct fi_info* hints = make_hints(prov, with_source, with_hmem);
-      if (hints == NULL) return -FI_ENOMEM;
-      r = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, list);
-      fi_freeinfo(hints);
-      if (r != 0) *list = NULL;
-      *hmem = with_hmem;
-    }
+  for (int with_source = 1; with_source >= 0 && *list == NULL; with_source--) {
+    struct fi_info* hints = make_hints(prov, with_source, with_hmem);
+    if (hints == NULL) return -FI_ENOMEM;
+    r = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, list);
+    fi_freeinfo(hints);
+    if (r != 0) *list = NULL;
+  }
   return r;
+}
+
+/* The provider is chosen without FI_HMEM (asking for it would pick another provider, e.g. shm, which
+ * grants it but reaches one machine only); then, for a GPU rank, the same provider is asked again
+ * with FI_HMEM, and its answer replaces the list where it grants it (*hmem = 1). */
+static void try_hmem(struct fi_info** list, int* hmem) {
+  struct fi_info* with = NULL;
+  const char* name = pick(*list)->fabric_attr->prov_name;
+  if (name == NULL || get_list(name, 1, &with) != 0 || with == NULL) return;
+  fi_freeinfo(*list);
+  *list = with;
+  *hmem = 1;
 }
 
 /* Finds and copies the provider's description into f->info. */
 static mscclppResult_t choose(struct net_fabric* f, int want_hmem) {
   const char* prov = param_str(PARAM_NET_PROVIDER);
   struct fi_info* list = NULL;
-  int r = get_list(prov, want_hmem, &list, &f->hmem);
+  int r = get_list(prov, 0, &list);
   if (r == -FI_ENOMEM) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   if (r != 0 || list == NULL)
     return MPP_ERR(mscclppInvalidUsage,
@@ -322,6 +332,7 @@ static mscclppResult_t choose(struct net_fabric* f, int want_hmem) {
                    "delivery completion and send-after-write order (fi_getinfo: %s); set MSCCLPP_NET_PROVIDER to one "
                    "that does (tcp, sockets, verbs) or leave MSCCLPP_NET_TRANSPORT off",
                    prov[0] ? "named '" : "", prov, prov[0] ? "' (MSCCLPP_NET_PROVIDER) " : "", fi_strerror(-r));
+  if (want_hmem) try_hmem(&list, &f->hmem);
   f->info = fi_dupinfo(pick(list));
   fi_freeinfo(list);
   if (f->info == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
