@@ -234,7 +234,7 @@ static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_
   mine.conn_id = c->my_id;
   MPP_CHECK(auth_random(mine.nonce, sizeof(mine.nonce)));
   mine.flags = net_fabric_hmem(f) ? NET_HELLO_HMEM : 0;
-  if (net_needs_stage(conn)) MPP_CHECK(net_stage_open(conn, &c->stage, &mine.ring));
+  MPP_CHECK(net_stage_open(conn, net_needs_stage(conn), &c->stage, &mine.ring));
   net_hello_encode(&mine, out);
   MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, out, in, NET_HELLO_BYTES));
   net_hello_decode(in, &theirs);
@@ -243,9 +243,9 @@ static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_
   MPP_CHECK(net_fabric_add_peer(f, conn->peer, theirs.name, theirs.name_len > NET_ADDR_MAX ? 0 : theirs.name_len,
                                 &c->addr));
   MPP_CHECK(net_gpu_mode(conn, &theirs, mode));
-  if (c->stage != NULL) MPP_CHECK(net_stage_arm(conn, c->stage, &theirs.ring));
+  MPP_CHECK(net_stage_arm(conn, c->stage, &theirs.ring));
   MPP_CHECK(arm_signals(conn, c, &mine, &theirs));
-  if (c->stage != NULL) net_fabric_auth_hook(f, c->my_id, net_stage_on_msg, conn);
+  net_fabric_auth_hook(f, c->my_id, net_stage_on_msg, conn);
   uint8_t ready = 1, peer_ready = 0;
   MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, &ready, &peer_ready, 1));
   return mscclppSuccess;
@@ -278,7 +278,7 @@ static mscclppResult_t net_connect(struct transport_conn* conn) {
     return res;
   }
   char ring[64] = "";
-  if (c->stage != NULL) net_stage_describe(c->stage, ring, sizeof(ring));
+  if (net_stage_has_ring(c->stage)) net_stage_describe(c->stage, ring, sizeof(ring));
   LOG_INFO_(LOG_SUB_NET, "net transport: rank %d connected to rank %d (tag %d) through %s; memory: %s%s%s",
             conn->tc->rank, conn->peer, conn->tag, net_fabric_desc(fabric_of(conn)), mode, ring[0] ? ", staging " : "",
             ring);
@@ -426,9 +426,6 @@ static mscclppResult_t net_write(struct transport_conn* conn, struct transport_m
   int src_mr = (src->d.transports & TRANSPORT_BIT(mscclppTransportNet)) && part_of(src)->mr != NULL;
   if (src_mr && !dst_staged(c, dst)) return post_writes(conn, dst, dst_off, from, part_of(src)->desc, size);
   MPP_CHECK(net_status(conn));
-  if (c->stage == NULL)
-    return MPP_ERR(mscclppInvalidUsage, "net connection to rank %d: the source is not a net memory region (registered "
-                   "while MSCCLPP_NET_TRANSPORT was off?) and the connection has no staging", conn->peer);
   return stage_to(conn, dst, dst_off, from, src->is_device ? src->d.cuda_dev : -1, size);
 }
 
@@ -483,7 +480,7 @@ static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, str
                    "reach (no FI_HMEM); the staged path carries writes only", conn->peer);
   if (size == 0) return mscclppSuccess;
   /* A read sees this rank's earlier writes: staged ones are placed once their credits are back. */
-  if (((struct net_conn*)conn->priv)->stage != NULL) MPP_CHECK(net_stage_drain(conn, net_io_timeout_ms(), "read"));
+  MPP_CHECK(net_stage_drain(conn, net_io_timeout_ms(), "read"));
   MPP_CHECK(bounce_of(conn, &bounce, &desc));
   const struct net_part* s = part_of(src);
   size_t piece = net_fabric_max_op(fabric_of(conn));
@@ -508,7 +505,7 @@ static mscclppResult_t net_update(struct transport_conn* conn, struct transport_
                                   uint64_t new_value) {
   MPP_CHECK(net_status(conn));
   struct net_conn* c = conn->priv;
-  if (c->stage != NULL && !net_fabric_sas(fabric_of(conn)) && !net_stage_idle(c->stage))
+  if (!net_fabric_sas(fabric_of(conn)) && !net_stage_idle(c->stage))
     MPP_CHECK(net_stage_drain(conn, net_io_timeout_ms(), "update"));
   struct net_sig sig;
   net_seal(c, NET_SIG_MAGIC, part_of(dst)->region_id & ~NET_REGION_STAGED, dst_off, new_value, 0, &sig);
@@ -517,17 +514,28 @@ static mscclppResult_t net_update(struct transport_conn* conn, struct transport_
   if (res != mscclppSuccess)
     return MPP_ERR(res, "net update of rank %d's word at offset %llu: %s", conn->peer, (unsigned long long)dst_off,
                    err_copy().text);
+  /* Relaxed: a flush this signal must be fenced by is ordered after it by the caller (same thread,
+   * or a synchronization of the caller's). */
+  atomic_store_explicit(&c->unfenced, 1, memory_order_relaxed);
   return mscclppSuccess;
 }
 
-/* Every posted operation complete (delivered), then every staged piece placed (its credit back):
- * the data is in the peer's memory, GPU memory included. One bound for both. */
+static int64_t ms_left(uint64_t start, int64_t timeout_ms) {
+  int64_t left = timeout_ms - (int64_t)((time_now_ns() - start) / 1000000);
+  return left > 0 ? left : 0;
+}
+
+/* Every posted operation complete (delivered: writes placed); after a signal, also a fence
+ * answered (a delivered signal message may not be applied yet; the owner answers the fence after
+ * every earlier message: signals applied); with staging, every credit back (pieces placed). Then
+ * the data is in the peer's memory, GPU memory included. One bound for all. */
 static mscclppResult_t net_flush(struct transport_conn* conn, int64_t timeout_ms) {
+  struct net_conn* c = conn->priv;
   uint64_t start = time_now_ns();
   MPP_CHECK(wait_all(conn, timeout_ms, "flush"));
-  if (((struct net_conn*)conn->priv)->stage == NULL) return mscclppSuccess;
-  int64_t left = timeout_ms - (int64_t)((time_now_ns() - start) / 1000000);
-  return net_stage_drain(conn, left > 0 ? left : 0, "flush");
+  if (atomic_exchange_explicit(&c->unfenced, 0, memory_order_relaxed))
+    MPP_CHECK(net_stage_fence(conn, ms_left(start, timeout_ms), "flush"));
+  return net_stage_drain(conn, ms_left(start, timeout_ms), "flush");
 }
 
 /* A connection with operations still in flight hands its counters (and send slots) to the
@@ -536,8 +544,9 @@ static void net_close(struct transport_conn* conn, int abort) {
   struct net_conn* c = conn->priv;
   if (c == NULL) return;
   if (!abort && !atomic_load_explicit(&c->p->failed, memory_order_acquire)) {
-    int quiet = err_quiet(1);
-    (void)net_flush(conn, NET_CLOSE_WAIT_MS);
+    int quiet = err_quiet(1); /* no fence: the peer may have closed its side already */
+    if (wait_all(conn, NET_CLOSE_WAIT_MS, "close") == mscclppSuccess)
+      (void)net_stage_drain(conn, NET_CLOSE_WAIT_MS, "close");
     err_quiet(quiet);
   }
   net_fabric_auth_remove(fabric_of(conn), c->my_id); /* its messages are refused from now on */
@@ -590,7 +599,7 @@ int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* ba
 int net_test_stage_raw(struct transport_conn* conn, const struct transport_mem* mem, uint64_t offset, uint64_t size,
                        uint64_t slot) {
   struct net_conn* c = conn->priv;
-  if (c->stage == NULL || !(mem->d.transports & TRANSPORT_BIT(mscclppTransportNet))) return 0;
+  if (!net_stage_has_ring(c->stage) || !(mem->d.transports & TRANSPORT_BIT(mscclppTransportNet))) return 0;
   const struct net_part* p = (const struct net_part*)(const void*)&mem->d.part[mscclppTransportNet];
   return net_stage_test_raw(conn, p->region_id & ~NET_REGION_STAGED, offset, size, slot) == mscclppSuccess;
 }

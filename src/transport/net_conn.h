@@ -5,6 +5,7 @@
 #define MPP_TRANSPORT_NET_CONN_H_
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "transport/net_fabric.h"
@@ -26,8 +27,9 @@ struct net_conn {
   struct net_sig_mac send_mac; /* keyed with our direction's key (the receiver holds the same) */
   pthread_mutex_t send_lock;   /* one message sealed at a time (the proxy, the caller and the
                                   progress thread's credits may all send) */
-  struct net_stage* stage;     /* the staged path, or NULL where neither side has GPU memory */
+  struct net_stage* stage;     /* the staged path and fences (rings only where a side has GPU memory) */
   int stage_all;               /* MSCCLPP_NET_STAGE_HOST=1: every write is staged (tests) */
+  atomic_int unfenced;         /* a signal was posted since the last flush's fence (any thread) */
 };
 
 struct net_fabric* net_fabric_of(struct transport_conn* conn);

@@ -20,30 +20,32 @@ struct net_stage {
   uint32_t rx_slots, rx_slot_bytes;
   uint64_t owed;        /* slots placed but not yet credited */
   uint64_t owed_failed; /* of them, pieces that could not be placed */
+  uint64_t owed_fence;  /* the last FENCE handled, not yet answered (0: none) */
   /* Sending (the writing thread; free_mask and failed also the progress thread). */
   struct net_stage_desc peer; /* the peer's ring (slots 0: none) */
   atomic_uint_fast64_t free_mask; /* bit j: send slot j is ours again (its credit came back) */
   atomic_uint_fast64_t failed;    /* pieces the peer reported it could not place, not yet told */
+  uint64_t fence_sent;            /* FENCE messages sent (the writing thread) */
+  atomic_uint_fast64_t fence_done; /* the last FENCE the peer answered */
   uint32_t next;                  /* the next slot, in ring order */
 };
 
 static uint64_t all_slots(uint32_t n) { return n >= 64 ? ~0ull : (1ull << n) - 1; }
 
-mscclppResult_t net_stage_open(struct transport_conn* conn, struct net_stage** out, struct net_stage_desc* mine) {
+mscclppResult_t net_stage_open(struct transport_conn* conn, int with_ring, struct net_stage** out,
+                               struct net_stage_desc* mine) {
   struct net_stage* st = calloc(1, sizeof(*st));
   if (st == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   st->f = net_fabric_of(conn);
   st->dev = conn->tc->cuda_dev;
+  memset(mine, 0, sizeof(*mine));
+  *out = st;
+  if (!with_ring) return mscclppSuccess; /* fences only */
   st->rx_slots = NET_STAGE_SLOTS;
   st->rx_slot_bytes = NET_STAGE_SLOT_BYTES;
-  mscclppResult_t res = net_buf_alloc(st->f, (size_t)st->rx_slots * st->rx_slot_bytes, st->dev, &st->rx);
-  if (res != mscclppSuccess) {
-    free(st);
-    return res;
-  }
+  MPP_CHECK(net_buf_alloc(st->f, (size_t)st->rx_slots * st->rx_slot_bytes, st->dev, &st->rx));
   *mine = (struct net_stage_desc){.key = st->rx.mr.key, .base = st->rx.mr.base, .slots = st->rx_slots,
                                   .slot_bytes = st->rx_slot_bytes};
-  *out = st;
   return mscclppSuccess;
 }
 
@@ -65,10 +67,10 @@ mscclppResult_t net_stage_arm(struct transport_conn* conn, struct net_stage* st,
  * owed and the progress thread calls again (net_fabric_owe). Fire and forget: no completion is
  * counted (a lost credit means the peer is gone, which its waits notice). */
 static void send_credits(struct transport_conn* conn, struct net_stage* st) {
-  if (st->owed == 0) return;
+  if (st->owed == 0 && st->owed_fence == 0) return;
   struct net_conn* c = conn->priv;
   struct net_sig msg;
-  net_seal(c, NET_CREDIT_MAGIC, 0, 0, st->owed, st->owed_failed, &msg);
+  net_seal(c, NET_CREDIT_MAGIC, 0, st->owed_fence, st->owed, st->owed_failed, &msg);
   struct net_op op = {.kind = NET_OP_SIGNAL, .sig = &msg};
   int r = net_fabric_post(st->f, NULL, c->addr, &op);
   if (r == 1) {
@@ -78,6 +80,7 @@ static void send_credits(struct transport_conn* conn, struct net_stage* st) {
   if (r < 0) err_clear(); /* the peer is gone; its own waits say so */
   st->owed = 0;
   st->owed_failed = 0;
+  st->owed_fence = 0;
 }
 
 /* Copies a STAGE message's slot into its region (bounds-checked by the region table, which names
@@ -109,11 +112,16 @@ void net_stage_on_msg(void* arg, const struct net_sig* msg) {
   struct net_stage* st = ((struct net_conn*)conn->priv)->stage;
   if (msg != NULL && msg->magic == NET_CREDIT_MAGIC) {
     if (msg->reserved != 0) atomic_fetch_add_explicit(&st->failed, msg->reserved, memory_order_relaxed);
+    /* Release: the flush that sees its fence answered (acquire) sees the failures counted above.
+     * Only this thread stores it, so a larger value is never overwritten by a smaller one. */
+    if (msg->offset > atomic_load_explicit(&st->fence_done, memory_order_relaxed))
+      atomic_store_explicit(&st->fence_done, msg->offset, memory_order_release);
     /* Release: the writer that sees the bit (acquire) also sees the failure count above. */
     atomic_fetch_or_explicit(&st->free_mask, msg->value & all_slots(st->peer.slots), memory_order_release);
     return;
   }
-  if (msg != NULL) place(conn, st, msg);
+  if (msg != NULL && msg->reserved == NET_STAGE_FENCE) st->owed_fence = msg->offset; /* all before it applied */
+  else if (msg != NULL) place(conn, st, msg);
   send_credits(conn, st);
 }
 
@@ -175,10 +183,11 @@ static mscclppResult_t stage_piece(struct transport_conn* conn, struct net_stage
 mscclppResult_t net_stage_write(struct transport_conn* conn, uint64_t region, uint64_t offset, const char* src,
                                 int src_dev, uint64_t size) {
   struct net_stage* st = ((struct net_conn*)conn->priv)->stage;
-  if (st == NULL || st->peer.slots == 0)
+  if (st->peer.slots == 0)
     return MPP_ERR(mscclppInvalidUsage, "net connection to rank %d: this write must be staged (GPU memory without "
-                   "FI_HMEM on both sides) but %s has no staging ring (MSCCLPP_NET_STAGE_HOST must be the same on every "
-                   "rank)", conn->peer, st == NULL ? "this connection" : "the peer");
+                   "FI_HMEM on both sides, a source that is no net region, or MSCCLPP_NET_STAGE_HOST=1) but the peer "
+                   "has no staging ring (neither rank is a GPU rank; MSCCLPP_NET_STAGE_HOST must be the same on every "
+                   "rank)", conn->peer);
   struct net_buf* tx;
   MPP_CHECK(send_slots(conn, st, &tx));
   size_t piece = st->peer.slot_bytes < net_fabric_max_op(st->f) ? st->peer.slot_bytes : net_fabric_max_op(st->f);
@@ -212,9 +221,30 @@ int net_stage_idle(struct net_stage* st) {
   return st->peer.slots == 0 || (atomic_load_explicit(&st->free_mask, memory_order_acquire) & all) == all;
 }
 
+static int fence_answered(struct transport_conn* conn, void* arg) {
+  struct net_stage* st = ((struct net_conn*)conn->priv)->stage;
+  (void)arg;
+  /* Acquire: pairs with the progress thread's release store when the answer came. */
+  return atomic_load_explicit(&st->fence_done, memory_order_acquire) >= st->fence_sent;
+}
+
+mscclppResult_t net_stage_fence(struct transport_conn* conn, int64_t timeout_ms, const char* what) {
+  struct net_stage* st = ((struct net_conn*)conn->priv)->stage;
+  struct net_sig msg;
+  net_seal(conn->priv, NET_STAGE_MAGIC, 0, ++st->fence_sent, 0, NET_STAGE_FENCE, &msg);
+  struct net_op m = {.kind = NET_OP_SIGNAL, .sig = &msg};
+  MPP_CHECK(net_post_op(conn, &m));
+  mscclppResult_t res = net_wait(conn, fence_answered, NULL, timeout_ms);
+  if (res == mscclppTimeout)
+    return MPP_ERR(mscclppTimeout, "net %s to rank %d (tag %d): rank %d did not confirm within %lld ms that it applied "
+                   "what came before (its progress thread stalled?)", what, conn->peer, conn->tag, conn->peer,
+                   (long long)timeout_ms);
+  return res;
+}
+
 mscclppResult_t net_stage_drain(struct transport_conn* conn, int64_t timeout_ms, const char* what) {
   struct net_stage* st = ((struct net_conn*)conn->priv)->stage;
-  if (st == NULL || st->peer.slots == 0) return mscclppSuccess;
+  if (st->peer.slots == 0) return mscclppSuccess;
   MPP_CHECK(wait_slots(conn, st, all_slots(st->peer.slots), timeout_ms, what));
   uint64_t failed = atomic_exchange_explicit(&st->failed, 0, memory_order_relaxed);
   if (failed != 0)
@@ -223,6 +253,8 @@ mscclppResult_t net_stage_drain(struct transport_conn* conn, int64_t timeout_ms,
                    conn->peer, (unsigned long long)failed);
   return mscclppSuccess;
 }
+
+int net_stage_has_ring(const struct net_stage* st) { return st->rx_slots != 0 && st->peer.slots != 0; }
 
 void net_stage_describe(const struct net_stage* st, char* buf, size_t len) {
   snprintf(buf, len, "ring of %u x %u KiB", st->rx_slots, st->rx_slot_bytes >> 10);

@@ -16,9 +16,12 @@
  *   with a sealed CREDIT message (a mask of slots; how many could not be placed).
  * - A signal sent after staged writes is thus applied after their copies (same message order);
  *   where the provider does not keep message order the signal first waits for every credit. A
- *   flush waits for the provider's completions and then for every credit: the data is in the
- *   peer's memory, GPU memory included.
- * Only built with libfabric. */
+ *   flush waits for the provider's completions, then sends a FENCE (STAGE for slot
+ *   NET_STAGE_FENCE, numbered in offset) that the owner answers in a CREDIT (offset: the fence's
+ *   number) once it has handled every earlier message, then waits for every credit: the data is in
+ *   the peer's memory, GPU memory included, and every earlier signal has been applied.
+ * Every connection has the fence (a flush after a signal waits until the owner applied it), also
+ * those without rings (CPU ranks). Only built with libfabric. */
 #ifndef MPP_TRANSPORT_NET_STAGE_H_
 #define MPP_TRANSPORT_NET_STAGE_H_
 
@@ -28,6 +31,7 @@
 
 #define NET_STAGE_SLOTS 8                  /* at most 64 (a credit is a mask) */
 #define NET_STAGE_SLOT_BYTES (512u << 10)  /* 4 MiB of ring per side and direction */
+#define NET_STAGE_FENCE (~0ull)            /* the slot of a FENCE message (offset: its number) */
 
 /* What a side tells its peer of its receive ring (slots 0: none). */
 struct net_stage_desc {
@@ -36,8 +40,10 @@ struct net_stage_desc {
 };
 #define NET_STAGE_DESC_BYTES 24
 
-/* Makes conn's staging: its receive ring (pinned on a GPU rank), described in *mine. */
-mscclppResult_t net_stage_open(struct transport_conn* conn, struct net_stage** out, struct net_stage_desc* mine);
+/* Makes conn's staging: with_ring, its receive ring (pinned on a GPU rank), described in *mine;
+ * without, only what fences need (*mine: no ring). Every net connection has one. */
+mscclppResult_t net_stage_open(struct transport_conn* conn, int with_ring, struct net_stage** out,
+                               struct net_stage_desc* mine);
 /* Records the peer's ring; InvalidArgument (RemoteError) naming the field when it is malformed. */
 mscclppResult_t net_stage_arm(struct transport_conn* conn, struct net_stage* st, const struct net_stage_desc* peer);
 /* The progress thread's hook for conn's STAGE and CREDIT messages (net_fabric_auth_hook; arg: conn). */
@@ -55,6 +61,12 @@ int net_stage_idle(struct net_stage* st);
 /* Waits, at most timeout_ms, until every staged piece has been placed by the peer (every credit is
  * back); RemoteError when the peer could not place some (released region, out of bounds). */
 mscclppResult_t net_stage_drain(struct transport_conn* conn, int64_t timeout_ms, const char* what);
+/* Sends a FENCE (a STAGE message for slot NET_STAGE_FENCE) and waits, at most timeout_ms, for its
+ * answer: the owner handles it after every earlier message of the connection, so when it returns
+ * every earlier signal has been applied and every staged piece placed (credits go before). */
+mscclppResult_t net_stage_fence(struct transport_conn* conn, int64_t timeout_ms, const char* what);
+/* 1 when both sides have a ring (staged writes can go). */
+int net_stage_has_ring(const struct net_stage* st);
 /* "ring of 8 x 512 KiB" for the connection's log line. */
 void net_stage_describe(const struct net_stage* st, char* buf, size_t len);
 /* Frees the ring (call after net_fabric_auth_remove: no message reaches it any more). */
