@@ -4,8 +4,9 @@
  * blob, with the id of the region in the owner's region table for signals); a write is one or
  * more RMA writes, a semaphore update is a signal message that the owner's progress thread
  * applies after the writes before it, and a flush waits for the delivery completions of
- * everything posted. Auto prefers it to tcp across hosts while it is on; GPU memory is not carried
- * yet (no FI_HMEM or staging): GPU ranks keep tcp. docs/net-transport.md. */
+ * everything posted. Auto prefers it to tcp across hosts while it is on. GPU memory goes directly
+ * where the provider grants FI_HMEM on both sides, else staged through pinned host memory
+ * (net_stage.c); chosen per connection and logged. docs/net-transport.md. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -13,8 +14,11 @@
 #include <string.h>
 
 #include "transport/net.h"
+#include "transport/net_conn.h"
 #include "transport/net_fabric.h"
+#include "transport/net_hello.h"
 #include "transport/net_sig.h"
+#include "transport/net_stage.h"
 #include "transport/tcp_regions.h"
 #include "transport/transport.h"
 #include "util/auth.h"
@@ -24,8 +28,13 @@
 #include "util/param.h"
 #include "util/timeutil.h"
 
+#ifndef NET_LIVENESS_MS
 #define NET_LIVENESS_MS 200 /* how often a wait asks the bootstrap whether a rank died */
+#endif
 #define NET_CLOSE_WAIT_MS 1000
+/* In a region id on the wire: the region has no memory region of the provider (GPU memory without
+ * FI_HMEM): it is reached through the staged path only. Ids never come near this bit. */
+#define NET_REGION_STAGED (1ull << 63)
 
 /* What net adds to a buffer's description; the wire form is region_id, key and base. */
 struct net_part {
@@ -45,23 +54,13 @@ struct net_state {
   char why[400];
 };
 
-struct net_conn {
-  struct net_pending* p;
-  uint64_t posted; /* operations posted (this connection's thread only) */
-  uint64_t addr;   /* the peer's fi_addr_t */
-  int broken;      /* a post failed (peer gone): later calls fail */
-  uint32_t my_id;    /* this endpoint's id of the connection: the peer's signals carry it */
-  uint32_t peer_id;  /* the peer's id of it: our signals carry it */
-  uint64_t seq;                /* our signals' sequence numbers (the last one used), under send_lock */
-  struct net_sig_mac send_mac; /* keyed with our direction's key (the receiver holds the same) */
-  pthread_mutex_t send_lock;   /* one signal sealed at a time (the proxy and the caller may both signal) */
-};
-
 static struct net_state* state_of(const struct transport_comm* tc) { return tc->state[mscclppTransportNet]; }
 static int net_on(void) { return strcmp(param_str(PARAM_NET_TRANSPORT), "on") == 0; }
 
 #if MSCCLPP_HAVE_LIBFABRIC
 static struct net_fabric* fabric_of(struct transport_conn* conn) { return state_of(conn->tc)->f; }
+struct net_fabric* net_fabric_of(struct transport_conn* conn) { return fabric_of(conn); }
+struct region_table* net_regions_of(struct transport_conn* conn) { return &state_of(conn->tc)->regions; }
 static struct net_part* part_of(struct transport_mem* mem) {
   return (struct net_part*)(void*)&mem->d.part[mscclppTransportNet];
 }
@@ -77,8 +76,7 @@ static const char* net_unusable(const struct transport_comm* tc, int peer) {
   const struct net_state* s = state_of(tc);
   if (s == NULL) return "it is off: set MSCCLPP_NET_TRANSPORT=on on every rank";
   if (s->f == NULL) return s->why;
-  if (tc->kind == mscclppRankGpu || tc->peers[peer].kind == mscclppRankGpu)
-    return "it carries host memory only so far and GPU ranks register GPU memory (no FI_HMEM or staging path yet)";
+  (void)peer; /* GPU memory goes directly (FI_HMEM) or staged: decided when connecting */
   return NULL;
 #endif
 }
@@ -91,7 +89,8 @@ static mscclppResult_t net_start(struct transport_comm* tc) {
   tc->state[mscclppTransportNet] = s;
 #if MSCCLPP_HAVE_LIBFABRIC
   /* A rank that cannot open libfabric still starts: connections over net fail saying why. */
-  if (net_fabric_open(tc->rank, &s->regions, &s->f) != mscclppSuccess) {
+  int want_hmem = tc->kind == mscclppRankGpu && strcmp(param_str(PARAM_NET_GPU_MEM), "staged") != 0;
+  if (net_fabric_open(tc->rank, &s->regions, tc->cuda_dev, want_hmem, &s->f) != mscclppSuccess) {
     snprintf(s->why, sizeof(s->why), "%s", err_last());
     log_msg(LOG_WARN, LOG_SUB_NET, "%s", s->why);
     err_clear();
@@ -126,7 +125,7 @@ static mscclppResult_t net_decode_part(const uint8_t* in, const struct regmem_de
   p->region_id = le_get64(in);
   p->key = le_get64(in + 8);
   p->base = le_get64(in + 16);
-  if (p->region_id == 0)
+  if ((p->region_id & ~NET_REGION_STAGED) == 0)
     return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: net offered without a region id", d->owner);
   if (p->base + d->size < p->base)
     return MPP_ERR(mscclppInvalidArgument, "registered-memory blob of rank %d: net address %#llx + %llu bytes overflows",
@@ -134,20 +133,40 @@ static mscclppResult_t net_decode_part(const uint8_t* in, const struct regmem_de
   return mscclppSuccess;
 }
 
-/* Host memory of a communicator whose endpoint is open becomes a region; anything else is left
- * alone (GPU memory: not carried yet). */
+#if MSCCLPP_HAVE_LIBFABRIC
+/* Registers GPU memory of device dev with the provider where it granted FI_HMEM (and
+ * MSCCLPP_NET_GPU_MEM is not staged): 1 with *m filled, else 0 (then staged only; a refused
+ * registration is logged). */
+static int reg_device(struct net_state* s, struct transport_mem* mem, int dev, struct net_mr* m) {
+  if (!net_fabric_hmem(s->f) || strcmp(param_str(PARAM_NET_GPU_MEM), "staged") == 0) return 0;
+  if (net_fabric_reg_dev(s->f, mem->ptr, mem->d.size, dev, m) == mscclppSuccess) return 1;
+  log_msg(LOG_WARN, LOG_SUB_NET, "net transport: %s; this buffer's writes go staged", err_last());
+  err_clear();
+  return 0;
+}
+#endif
+
+/* Memory of a communicator whose endpoint is open becomes a region of the owner's table: host
+ * memory and GPU memory under FI_HMEM also a provider memory region (written directly), other GPU
+ * memory without one (NET_REGION_STAGED: reached through the staged path). */
 static mscclppResult_t net_export(struct transport_mem* mem, const struct mem_info* info) {
 #if MSCCLPP_HAVE_LIBFABRIC
   struct net_state* s = state_of(mem->tc);
-  if (s == NULL || s->f == NULL || mem_kind_is_device(info->kind) || mem->d.size == 0) return mscclppSuccess;
+  if (s == NULL || s->f == NULL || mem->d.size == 0) return mscclppSuccess;
   struct net_part* p = part_of(mem);
-  struct net_mr m;
-  MPP_CHECK(net_fabric_reg(s->f, mem->ptr, mem->d.size, &m));
-  mscclppResult_t res = region_add(&s->regions, mem->ptr, mem->d.size, -1, &p->region_id);
+  int dev = mem_kind_is_device(info->kind) ? info->device : -1;
+  struct net_mr m = {0};
+  int has_mr = dev >= 0 ? reg_device(s, mem, dev, &m) : 0;
+  if (dev < 0) {
+    MPP_CHECK(net_fabric_reg(s->f, mem->ptr, mem->d.size, &m));
+    has_mr = 1;
+  }
+  mscclppResult_t res = region_add(&s->regions, mem->ptr, mem->d.size, dev, &p->region_id);
   if (res != mscclppSuccess) {
     net_fabric_dereg(&m);
     return res;
   }
+  if (!has_mr) p->region_id |= NET_REGION_STAGED;
   p->key = m.key;
   p->base = m.base;
   p->mr = m.mr;
@@ -164,7 +183,7 @@ static void net_unexport(struct transport_mem* mem) {
 #if MSCCLPP_HAVE_LIBFABRIC
   struct net_state* s = state_of(mem->tc);
   struct net_part* p = part_of(mem);
-  if (s != NULL) region_remove(&s->regions, p->region_id);
+  if (s != NULL) region_remove(&s->regions, p->region_id & ~NET_REGION_STAGED);
   struct net_mr m = {.mr = p->mr};
   net_fabric_dereg(&m); /* later RMA to it fails at the writer (a completion error) */
   p->mr = NULL;
@@ -182,30 +201,6 @@ static mscclppResult_t net_import(struct transport_mem* mem) {
 static void net_unimport(struct transport_mem* mem) { (void)mem; }
 
 #if MSCCLPP_HAVE_LIBFABRIC
-/* What the two sides of a connection swap over the (authenticated) bootstrap. */
-#define NET_HELLO_BYTES (8 + NET_ADDR_MAX + 8 + NET_SIG_NONCE_BYTES)
-struct net_hello {
-  uint64_t name_len;
-  uint8_t name[NET_ADDR_MAX]; /* the endpoint's name: the only address put in the address vector */
-  uint32_t conn_id;           /* the sender's id of the connection, for the signals it will accept */
-  uint8_t nonce[NET_SIG_NONCE_BYTES]; /* fresh: the connection's keys are new each time */
-};
-
-static void hello_encode(const struct net_hello* h, uint8_t* out) {
-  memset(out, 0, NET_HELLO_BYTES);
-  le_put64(out, h->name_len);
-  memcpy(out + 8, h->name, sizeof(h->name));
-  le_put32(out + 8 + NET_ADDR_MAX, h->conn_id);
-  memcpy(out + 16 + NET_ADDR_MAX, h->nonce, NET_SIG_NONCE_BYTES);
-}
-
-static void hello_decode(const uint8_t* in, struct net_hello* h) {
-  h->name_len = le_get64(in);
-  memcpy(h->name, in + 8, sizeof(h->name));
-  h->conn_id = le_get32(in + 8 + NET_ADDR_MAX);
-  memcpy(h->nonce, in + 16 + NET_ADDR_MAX, NET_SIG_NONCE_BYTES);
-}
-
 /* Makes both directions' signal keys from the communicator's net key (bootstrap_derive_key: only
  * ranks holding the job's secret have it) and both nonces, and arms the receiving side. */
 static mscclppResult_t arm_signals(struct transport_conn* conn, struct net_conn* c, const struct net_hello* mine,
@@ -229,7 +224,7 @@ static mscclppResult_t arm_signals(struct transport_conn* conn, struct net_conn*
  * transport's tag purpose: a pair creates its connections one at a time, so the two never
  * interleave), inserts the peer's name, arms the signal check, and swaps once more so that
  * neither side signals before the other accepts its signals. */
-static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_conn* c) {
+static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_conn* c, const char** mode) {
   struct net_fabric* f = fabric_of(conn);
   struct net_hello mine = {0}, theirs;
   uint8_t out[NET_HELLO_BYTES], in[NET_HELLO_BYTES];
@@ -238,20 +233,26 @@ static mscclppResult_t net_connect_swap(struct transport_conn* conn, struct net_
   MPP_CHECK(net_fabric_auth_reserve(f, &c->my_id));
   mine.conn_id = c->my_id;
   MPP_CHECK(auth_random(mine.nonce, sizeof(mine.nonce)));
-  hello_encode(&mine, out);
+  mine.flags = net_fabric_hmem(f) ? NET_HELLO_HMEM : 0;
+  MPP_CHECK(net_stage_open(conn, net_needs_stage(conn), &c->stage, &mine.ring));
+  net_hello_encode(&mine, out);
   MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, out, in, NET_HELLO_BYTES));
-  hello_decode(in, &theirs);
+  net_hello_decode(in, &theirs);
   if (theirs.conn_id == 0)
     return MPP_ERR(mscclppRemoteError, "net transport: rank %d sent connection id 0", conn->peer);
   MPP_CHECK(net_fabric_add_peer(f, conn->peer, theirs.name, theirs.name_len > NET_ADDR_MAX ? 0 : theirs.name_len,
                                 &c->addr));
+  MPP_CHECK(net_gpu_mode(conn, &theirs, mode));
+  MPP_CHECK(net_stage_arm(conn, c->stage, &theirs.ring));
   MPP_CHECK(arm_signals(conn, c, &mine, &theirs));
+  net_fabric_auth_hook(f, c->my_id, net_stage_on_msg, conn);
   uint8_t ready = 1, peer_ready = 0;
   MPP_CHECK(bootstrap_swap(conn->tc->boot, conn->peer, tag, &ready, &peer_ready, 1));
   return mscclppSuccess;
 }
 
 static void conn_free(struct net_conn* c) {
+  net_stage_close(c->stage);
   net_sig_mac_free(&c->send_mac);
   pthread_mutex_destroy(&c->send_lock);
   free(c);
@@ -265,21 +266,26 @@ static mscclppResult_t net_connect(struct transport_conn* conn) {
     return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   }
   pthread_mutex_init(&c->send_lock, NULL);
-  mscclppResult_t res = net_connect_swap(conn, c);
+  c->stage_all = net_stage_host();
+  conn->priv = c; /* before the staging hook is armed: the progress thread finds c through conn */
+  const char* mode = "";
+  mscclppResult_t res = net_connect_swap(conn, c, &mode);
   if (res != mscclppSuccess) {
-    if (c->my_id != 0) net_fabric_auth_remove(fabric_of(conn), c->my_id);
-    free(c->p);
+    if (c->my_id != 0) net_fabric_auth_remove(fabric_of(conn), c->my_id); /* no hook runs after it */
+    conn->priv = NULL;
+    net_pending_free(c->p);
     conn_free(c);
     return res;
   }
-  conn->priv = c;
-  LOG_INFO_(LOG_SUB_NET, "net transport: rank %d connected to rank %d (tag %d) through %s", conn->tc->rank, conn->peer,
-            conn->tag, net_fabric_desc(fabric_of(conn)));
+  char ring[64] = "";
+  if (net_stage_has_ring(c->stage)) net_stage_describe(c->stage, ring, sizeof(ring));
+  LOG_INFO_(LOG_SUB_NET, "net transport: rank %d connected to rank %d (tag %d) through %s; memory: %s%s%s",
+            conn->tc->rank, conn->peer, conn->tag, net_fabric_desc(fabric_of(conn)), mode, ring[0] ? ", staging " : "",
+            ring);
   return mscclppSuccess;
 }
 
-/* RemoteError when an operation of the connection failed (peer gone, region released). */
-static mscclppResult_t net_status(struct transport_conn* conn) {
+mscclppResult_t net_status(struct transport_conn* conn) {
   struct net_conn* c = conn->priv;
   if (c->broken)
     return MPP_ERR(mscclppRemoteError, "net connection to rank %d (tag %d) failed earlier; it is unusable", conn->peer,
@@ -291,22 +297,14 @@ static mscclppResult_t net_status(struct transport_conn* conn) {
   return mscclppSuccess;
 }
 
-/* Waits until every operation posted on conn has completed, at most timeout_ms, asking the
- * bootstrap every NET_LIVENESS_MS whether a rank died. */
-static mscclppResult_t wait_all(struct transport_conn* conn, int64_t timeout_ms, const char* what) {
-  struct net_conn* c = conn->priv;
+mscclppResult_t net_wait(struct transport_conn* conn, net_done_fn done, void* arg, int64_t timeout_ms) {
   uint64_t deadline = time_deadline_ms(timeout_ms), next_check = time_deadline_ms(NET_LIVENESS_MS);
   unsigned spins = 0;
-  MPP_CHECK(bootstrap_health(conn->tc->boot)); /* a flush promises the data is at a live peer */
-  /* Acquire: pairs with the progress thread's release increments; their failures are visible. */
-  while (atomic_load_explicit(&c->p->done, memory_order_acquire) < c->posted) {
+  MPP_CHECK(bootstrap_health(conn->tc->boot)); /* what we wait for promises something of a live peer */
+  while (!done(conn, arg)) {
     MPP_CHECK(net_status(conn));
     uint64_t now = time_now_ns();
-    if (now >= deadline)
-      return MPP_ERR(mscclppTimeout, "net %s to rank %d (tag %d): %llu operations not completed within %lld ms", what,
-                     conn->peer, conn->tag,
-                     (unsigned long long)(c->posted - atomic_load_explicit(&c->p->done, memory_order_relaxed)),
-                     (long long)timeout_ms);
+    if (now >= deadline) return mscclppTimeout;
     if (now >= next_check) {
       MPP_CHECK(bootstrap_health(conn->tc->boot));
       next_check = time_deadline_ms(NET_LIVENESS_MS);
@@ -319,13 +317,31 @@ static mscclppResult_t wait_all(struct transport_conn* conn, int64_t timeout_ms,
   return net_status(conn);
 }
 
+static int all_completed(struct transport_conn* conn, void* arg) {
+  (void)arg;
+  struct net_conn* c = conn->priv;
+  /* Acquire: pairs with the progress thread's release increments; their failures are visible. */
+  return atomic_load_explicit(&c->p->done, memory_order_acquire) >= c->posted;
+}
 
-static int64_t io_timeout_ms(void) { return param_int(PARAM_FLUSH_TIMEOUT); }
+/* Waits until every operation posted on conn has completed, at most timeout_ms. */
+static mscclppResult_t wait_all(struct transport_conn* conn, int64_t timeout_ms, const char* what) {
+  struct net_conn* c = conn->priv;
+  mscclppResult_t res = net_wait(conn, all_completed, NULL, timeout_ms);
+  if (res == mscclppTimeout)
+    return MPP_ERR(mscclppTimeout, "net %s to rank %d (tag %d): %llu operations not completed within %lld ms", what,
+                   conn->peer, conn->tag,
+                   (unsigned long long)(c->posted - atomic_load_explicit(&c->p->done, memory_order_relaxed)),
+                   (long long)timeout_ms);
+  return res;
+}
+
+int64_t net_io_timeout_ms(void) { return param_int(PARAM_FLUSH_TIMEOUT); }
 
 /* Posts op, retrying while the provider's queue is full (a peer that stopped taking data, or one
  * the provider keeps reconnecting to) up to MSCCLPP_FLUSH_TIMEOUT, asking the bootstrap every
  * NET_LIVENESS_MS whether a rank died. */
-static mscclppResult_t post_op(struct transport_conn* conn, const struct net_op* op) {
+mscclppResult_t net_post_op(struct transport_conn* conn, const struct net_op* op) {
   struct net_conn* c = conn->priv;
   uint64_t deadline = 0, next_check = 0;
   for (;;) {
@@ -340,12 +356,12 @@ static mscclppResult_t post_op(struct transport_conn* conn, const struct net_op*
     }
     uint64_t now = time_now_ns();
     if (deadline == 0) {
-      deadline = time_deadline_ms(io_timeout_ms());
+      deadline = time_deadline_ms(net_io_timeout_ms());
       next_check = time_deadline_ms(NET_LIVENESS_MS);
     }
     if (now >= deadline)
       return MPP_ERR(mscclppTimeout, "the provider's queue to rank %d stayed full for %lld ms (peer stalled?)",
-                     conn->peer, (long long)io_timeout_ms());
+                     conn->peer, (long long)net_io_timeout_ms());
     if (now >= next_check) {
       mscclppResult_t res = bootstrap_health(conn->tc->boot);
       if (res == mscclppSuccess) res = net_status(conn);
@@ -359,6 +375,15 @@ static mscclppResult_t post_op(struct transport_conn* conn, const struct net_op*
   }
 }
 
+void net_seal(struct net_conn* c, uint32_t magic, uint64_t region, uint64_t offset, uint64_t value, uint64_t reserved,
+              struct net_sig* out) {
+  pthread_mutex_lock(&c->send_lock);
+  *out = (struct net_sig){.magic = magic, .conn_id = c->peer_id, .seq = ++c->seq, .region = region, .offset = offset,
+                          .value = value, .reserved = reserved};
+  net_sig_seal(&c->send_mac, out);
+  pthread_mutex_unlock(&c->send_lock);
+}
+
 /* Posts writes of size bytes at src (desc: its region's) to dst+dst_off in pieces. */
 static mscclppResult_t post_writes(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                    const char* src, void* desc, uint64_t size) {
@@ -370,7 +395,7 @@ static mscclppResult_t post_writes(struct transport_conn* conn, struct transport
     size_t n = (size_t)(size - done < piece ? size - done : piece);
     struct net_op op = {.kind = NET_OP_WRITE, .local = (void*)(src + done), .size = n, .desc = desc,
                         .raddr = d->base + dst_off + done, .key = d->key};
-    mscclppResult_t res = post_op(conn, &op);
+    mscclppResult_t res = net_post_op(conn, &op);
     if (res != mscclppSuccess)
       return MPP_ERR(res, "net write of %llu bytes to rank %d (offset %llu): %s", (unsigned long long)size, conn->peer,
                      (unsigned long long)dst_off, err_copy().text);
@@ -379,17 +404,31 @@ static mscclppResult_t post_writes(struct transport_conn* conn, struct transport
   return mscclppSuccess;
 }
 
+/* 1 when a write into dst must be staged: it has no provider memory region (GPU memory without
+ * FI_HMEM), or every write is (MSCCLPP_NET_STAGE_HOST=1). */
+static int dst_staged(const struct net_conn* c, struct transport_mem* dst) {
+  return c->stage_all || (part_of(dst)->region_id & NET_REGION_STAGED) != 0;
+}
+
+static mscclppResult_t stage_to(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
+                                const void* src, int src_dev, uint64_t size) {
+  uint64_t region = part_of(dst)->region_id & ~NET_REGION_STAGED;
+  return net_stage_write(conn, region, dst_off, src, src_dev, size);
+}
+
+/* Direct RMA where both buffers are provider memory regions (host memory; GPU memory under
+ * FI_HMEM), else the staged path (net_stage.c). */
 static mscclppResult_t net_write(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                  struct transport_mem* src, uint64_t src_off, uint64_t size) {
   if (size == 0) return net_status(conn);
-  if (!(src->d.transports & TRANSPORT_BIT(mscclppTransportNet)))
-    return MPP_ERR(mscclppInvalidUsage,
-                   "net connection to rank %d: the source is not a net memory region (GPU memory is not carried by the "
-                   "net transport yet: no FI_HMEM or staging path)", conn->peer);
-  return post_writes(conn, dst, dst_off, (const char*)src->ptr + src_off, part_of(src)->desc, size);
+  struct net_conn* c = conn->priv;
+  const char* from = (const char*)src->ptr + src_off;
+  int src_mr = (src->d.transports & TRANSPORT_BIT(mscclppTransportNet)) && part_of(src)->mr != NULL;
+  if (src_mr && !dst_staged(c, dst)) return post_writes(conn, dst, dst_off, from, part_of(src)->desc, size);
+  MPP_CHECK(net_status(conn));
+  return stage_to(conn, dst, dst_off, from, src->is_device ? src->d.cuda_dev : -1, size);
 }
 
-/* Host memory the caller may reuse at once: the write is waited for. */
 /* The connection's registered bounce buffer (net_fabric_max_op bytes), made on first use. */
 static mscclppResult_t bounce_of(struct transport_conn* conn, void** out, void** desc) {
   struct net_pending* p = ((struct net_conn*)conn->priv)->p;
@@ -411,30 +450,37 @@ static mscclppResult_t bounce_of(struct transport_conn* conn, void** out, void**
 
 /* Host memory the caller may reuse at once (the CPU executor's writes): copied piece by piece into
  * the registered bounce buffer, each piece written and waited for, so any provider takes it
- * (FI_MR_LOCAL ones need registered sources). */
+ * (FI_MR_LOCAL ones need registered sources); or staged (copied into the send slots). */
 static mscclppResult_t net_write_host(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                       const void* src, uint64_t size) {
   void *bounce, *desc;
   MPP_CHECK(net_status(conn));
   if (size == 0) return mscclppSuccess;
+  if (dst_staged(conn->priv, dst)) return stage_to(conn, dst, dst_off, src, -1, size);
   MPP_CHECK(bounce_of(conn, &bounce, &desc));
   size_t piece = net_fabric_max_op(fabric_of(conn));
   for (uint64_t done = 0; done < size;) {
     size_t n = (size_t)(size - done < piece ? size - done : piece);
     memcpy(bounce, (const char*)src + done, n);
     MPP_CHECK(post_writes(conn, dst, dst_off + done, bounce, desc, n));
-    MPP_CHECK(wait_all(conn, io_timeout_ms(), "host write"));
+    MPP_CHECK(wait_all(conn, net_io_timeout_ms(), "host write"));
     done += n;
   }
   return mscclppSuccess;
 }
 
-/* Reads into host memory through the bounce buffer, piece by piece; returns once dst holds it all. */
+/* Reads into host memory through the bounce buffer, piece by piece; returns once dst holds it all.
+ * A region reached only through staging (GPU memory without FI_HMEM) cannot be read: refused. */
 static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, struct transport_mem* src, uint64_t src_off,
                                      uint64_t size) {
   void *bounce, *desc;
   MPP_CHECK(net_status(conn));
+  if (part_of(src)->region_id & NET_REGION_STAGED)
+    return MPP_ERR(mscclppInvalidUsage, "net read from rank %d: its buffer is GPU memory that the provider cannot "
+                   "reach (no FI_HMEM); the staged path carries writes only", conn->peer);
   if (size == 0) return mscclppSuccess;
+  /* A read sees this rank's earlier writes: staged ones are placed once their credits are back. */
+  MPP_CHECK(net_stage_drain(conn, net_io_timeout_ms(), "read"));
   MPP_CHECK(bounce_of(conn, &bounce, &desc));
   const struct net_part* s = part_of(src);
   size_t piece = net_fabric_max_op(fabric_of(conn));
@@ -442,8 +488,8 @@ static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, str
     size_t n = (size_t)(size - done < piece ? size - done : piece);
     struct net_op op = {.kind = NET_OP_READ, .local = bounce, .size = n, .desc = desc,
                         .raddr = s->base + src_off + done, .key = s->key};
-    mscclppResult_t res = post_op(conn, &op);
-    if (res == mscclppSuccess) res = wait_all(conn, io_timeout_ms(), "read");
+    mscclppResult_t res = net_post_op(conn, &op);
+    if (res == mscclppSuccess) res = wait_all(conn, net_io_timeout_ms(), "read");
     if (res != mscclppSuccess)
       return MPP_ERR(res, "net read of %llu bytes from rank %d (offset %llu): %s", (unsigned long long)size, conn->peer,
                      (unsigned long long)src_off, err_copy().text);
@@ -453,38 +499,57 @@ static mscclppResult_t net_read_host(struct transport_conn* conn, void* dst, str
   return mscclppSuccess;
 }
 
+/* A signal message, applied by the owner after every earlier message of the connection (staged
+ * pieces included: FI_ORDER_SAS). A provider without that order first waits for every credit. */
 static mscclppResult_t net_update(struct transport_conn* conn, struct transport_mem* dst, uint64_t dst_off,
                                   uint64_t new_value) {
   MPP_CHECK(net_status(conn));
   struct net_conn* c = conn->priv;
-  pthread_mutex_lock(&c->send_lock);
-  struct net_sig sig = {.magic = NET_SIG_MAGIC, .conn_id = c->peer_id, .seq = ++c->seq,
-                        .region = part_of(dst)->region_id, .offset = dst_off, .value = new_value};
-  net_sig_seal(&c->send_mac, &sig);
-  pthread_mutex_unlock(&c->send_lock);
+  if (!net_fabric_sas(fabric_of(conn)) && !net_stage_idle(c->stage))
+    MPP_CHECK(net_stage_drain(conn, net_io_timeout_ms(), "update"));
+  struct net_sig sig;
+  net_seal(c, NET_SIG_MAGIC, part_of(dst)->region_id & ~NET_REGION_STAGED, dst_off, new_value, 0, &sig);
   struct net_op op = {.kind = NET_OP_SIGNAL, .sig = &sig};
-  mscclppResult_t res = post_op(conn, &op);
+  mscclppResult_t res = net_post_op(conn, &op);
   if (res != mscclppSuccess)
     return MPP_ERR(res, "net update of rank %d's word at offset %llu: %s", conn->peer, (unsigned long long)dst_off,
                    err_copy().text);
+  /* Relaxed: a flush this signal must be fenced by is ordered after it by the caller (same thread,
+   * or a synchronization of the caller's). */
+  atomic_store_explicit(&c->unfenced, 1, memory_order_relaxed);
   return mscclppSuccess;
 }
 
-static mscclppResult_t net_flush(struct transport_conn* conn, int64_t timeout_ms) {
-  return wait_all(conn, timeout_ms, "flush");
+static int64_t ms_left(uint64_t start, int64_t timeout_ms) {
+  int64_t left = timeout_ms - (int64_t)((time_now_ns() - start) / 1000000);
+  return left > 0 ? left : 0;
 }
 
-/* A connection with operations still in flight hands its counters to the endpoint, which frees
- * them when it closes (a late completion must find them). */
+/* Every posted operation complete (delivered: writes placed); after a signal, also a fence
+ * answered (a delivered signal message may not be applied yet; the owner answers the fence after
+ * every earlier message: signals applied); with staging, every credit back (pieces placed). Then
+ * the data is in the peer's memory, GPU memory included. One bound for all. */
+static mscclppResult_t net_flush(struct transport_conn* conn, int64_t timeout_ms) {
+  struct net_conn* c = conn->priv;
+  uint64_t start = time_now_ns();
+  MPP_CHECK(wait_all(conn, timeout_ms, "flush"));
+  if (atomic_exchange_explicit(&c->unfenced, 0, memory_order_relaxed))
+    MPP_CHECK(net_stage_fence(conn, ms_left(start, timeout_ms), "flush"));
+  return net_stage_drain(conn, ms_left(start, timeout_ms), "flush");
+}
+
+/* A connection with operations still in flight hands its counters (and send slots) to the
+ * endpoint, which frees them when it closes (a late completion must find them). */
 static void net_close(struct transport_conn* conn, int abort) {
   struct net_conn* c = conn->priv;
   if (c == NULL) return;
   if (!abort && !atomic_load_explicit(&c->p->failed, memory_order_acquire)) {
-    int quiet = err_quiet(1);
-    (void)wait_all(conn, NET_CLOSE_WAIT_MS, "close");
+    int quiet = err_quiet(1); /* no fence: the peer may have closed its side already */
+    if (wait_all(conn, NET_CLOSE_WAIT_MS, "close") == mscclppSuccess)
+      (void)net_stage_drain(conn, NET_CLOSE_WAIT_MS, "close");
     err_quiet(quiet);
   }
-  net_fabric_auth_remove(fabric_of(conn), c->my_id); /* its signals are refused from now on */
+  net_fabric_auth_remove(fabric_of(conn), c->my_id); /* its messages are refused from now on */
   if (atomic_load_explicit(&c->p->done, memory_order_acquire) < c->posted) net_fabric_retire(fabric_of(conn), c->p);
   else net_pending_free(c->p);
   conn_free(c);
@@ -520,7 +585,7 @@ int net_test_last_signal(const struct transport_comm* tc, void* msg64) {
 
 int net_test_send_raw(struct transport_conn* conn, const void* msg64) {
   struct net_op op = {.kind = NET_OP_SIGNAL, .sig = msg64};
-  return post_op(conn, &op) == mscclppSuccess && wait_all(conn, io_timeout_ms(), "raw send") == mscclppSuccess;
+  return net_post_op(conn, &op) == mscclppSuccess && wait_all(conn, net_io_timeout_ms(), "raw send") == mscclppSuccess;
 }
 
 int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* base) {
@@ -529,6 +594,14 @@ int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* ba
   *key = p->key;
   *base = p->base;
   return 1;
+}
+
+int net_test_stage_raw(struct transport_conn* conn, const struct transport_mem* mem, uint64_t offset, uint64_t size,
+                       uint64_t slot) {
+  struct net_conn* c = conn->priv;
+  if (!net_stage_has_ring(c->stage) || !(mem->d.transports & TRANSPORT_BIT(mscclppTransportNet))) return 0;
+  const struct net_part* p = (const struct net_part*)(const void*)&mem->d.part[mscclppTransportNet];
+  return net_stage_test_raw(conn, p->region_id & ~NET_REGION_STAGED, offset, size, slot) == mscclppSuccess;
 }
 
 unsigned long long net_test_refused(void) { return (unsigned long long)net_fabric_refused_total(); }
@@ -554,6 +627,11 @@ int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* ba
   (void)base;
   return 0;
 }
+int net_test_stage_raw(struct transport_conn* conn, const struct transport_mem* mem, uint64_t offset, uint64_t size,
+                       uint64_t slot) {
+  (void)conn, (void)mem, (void)offset, (void)size, (void)slot;
+  return 0;
+}
 unsigned long long net_test_refused(void) { return 0; }
 #endif
 
@@ -561,10 +639,10 @@ const struct transport_ops net_transport = {
     .name = "net",
     .api_name = "net",
     .id = mscclppTransportNet,
-    .mem_kinds = (1u << MEM_KIND_HOST) | (1u << MEM_KIND_HOST_SHM),
+    .mem_kinds = (1u << MEM_KIND_HOST) | (1u << MEM_KIND_HOST_SHM) | (1u << MEM_KIND_CUDA_IPC) | (1u << MEM_KIND_CUDA_VMM),
     .token_import = TRANSPORT_BIT(mscclppTransportNet),
     .maps_memory = 0,
-    .unreachable_why = "it offers no net memory region (GPU memory, or registered while MSCCLPP_NET_TRANSPORT was off)",
+    .unreachable_why = "it offers no net region (registered while MSCCLPP_NET_TRANSPORT was off)",
     .part_wire_bytes = NET_PART_WIRE,
     .unusable = net_unusable,
     .start = net_start,

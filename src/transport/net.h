@@ -23,6 +23,10 @@ int net_test_last_signal(const struct transport_comm* tc, void* msg64);
 int net_test_send_raw(struct transport_conn* conn, const void* msg64);
 /* The remote key and address of a registration's net memory region: 1, or 0 when it has none. */
 int net_test_region(const struct transport_mem* mem, uint64_t* key, uint64_t* base);
+/* Seals and sends a STAGE message {mem's region, offset, size, slot} on conn without writing the
+ * slot (the owner's checks of the staged path): 1 sent, 0 when conn has no staging or it failed. */
+int net_test_stage_raw(struct transport_conn* conn, const struct transport_mem* mem, uint64_t offset, uint64_t size,
+                       uint64_t slot);
 /* Signal messages refused by the endpoints of this process so far. */
 unsigned long long net_test_refused(void);
 

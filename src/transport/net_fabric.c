@@ -18,6 +18,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include "sys/cudawrap.h"
 #include "transport/tcp_regions.h"
 #include "util/auth.h"
 #include "util/err.h"
@@ -38,6 +39,8 @@ struct net_auth {
   uint64_t addr;
   struct net_sig_mac mac; /* keyed with the connection's receiving key */
   struct net_replay replay;
+  net_msg_fn on_msg; /* the staged path's messages (net_fabric_auth_hook), or NULL */
+  void* arg;
 };
 
 /* Signals refused by every endpoint of the process (the tests read it). */
@@ -69,6 +72,10 @@ struct net_fabric {
   pthread_mutex_t retired_lock;
   struct net_pending* retired;
   int has_source; /* the provider reports message sources (FI_SOURCE) */
+  int sas;        /* messages are received in the order they were sent (FI_ORDER_SAS) */
+  int hmem;       /* the provider granted FI_HMEM (device memory registered and carried directly) */
+  int cuda_dev;   /* this rank's device (-1: CPU rank): the progress thread copies into it */
+  atomic_int owed; /* a hook could not send (queue full): the progress thread calls it again */
   /* Receiving sides of connections, by id - 1; ids are never reused. Guarded by auth_lock (the
    * progress thread checks signals, connections add and remove). */
   pthread_mutex_t auth_lock;
@@ -113,12 +120,14 @@ static void refuse(struct net_fabric* f, const char* why, uint64_t src) {
  * connection, its peer's address (FI_SOURCE), right MAC, fresh sequence number (recorded). Called
  * with auth_lock held. */
 static const char* check_signal(struct net_fabric* f, const struct net_sig* s, size_t len, uint64_t src) {
-  if (len != sizeof(*s) || s->magic != NET_SIG_MAGIC) return "malformed (size or magic)";
+  int magic_ok = s->magic == NET_SIG_MAGIC || s->magic == NET_STAGE_MAGIC || s->magic == NET_CREDIT_MAGIC;
+  if (len != sizeof(*s) || !magic_ok) return "malformed (size or magic)";
   if (s->conn_id == 0 || s->conn_id > f->n_auth) return "unknown connection id";
   struct net_auth* a = f->auth[s->conn_id - 1];
   if (a == NULL || !a->ready) return "unknown connection id";
   if (f->has_source && src != a->addr) return "not sent from the connection's peer";
   if (!net_sig_mac_ok(&a->mac, s)) return "bad MAC";
+  if (s->magic != NET_SIG_MAGIC && a->on_msg == NULL) return "a staging message on a connection without staging";
   if (!net_replay_accept(&a->replay, s->seq)) return "replayed or too old sequence number";
   return NULL;
 }
@@ -129,6 +138,15 @@ static void apply_signal(struct net_fabric* f, struct net_rx* slot, size_t len, 
   const struct net_sig* s = &slot->sig;
   pthread_mutex_lock(&f->auth_lock);
   const char* why = check_signal(f, s, len, src);
+  if (why == NULL && s->magic != NET_SIG_MAGIC) {
+    /* The staged path's message, handled in receive order (after every earlier message and write
+     * of the connection), with auth_lock held: its connection cannot close meanwhile. */
+    struct net_auth* a = f->auth[s->conn_id - 1];
+    a->on_msg(a->arg, s);
+    pthread_mutex_unlock(&f->auth_lock);
+    post_rx(f, slot);
+    return;
+  }
   if (why == NULL) {
     f->last_ok = *s;
     f->have_last = 1;
@@ -168,17 +186,34 @@ static void read_error(struct net_fabric* f) {
   complete(e.op_context, text);
 }
 
+/* Calls every hook again (with no message) after one of them could not send: what it still owes
+ * goes out once the provider's queue has room. */
+static void retry_owed(struct net_fabric* f) {
+  /* Relaxed: a hook that sets it again after this exchange is called on the next round. */
+  if (!atomic_exchange_explicit(&f->owed, 0, memory_order_relaxed)) return;
+  pthread_mutex_lock(&f->auth_lock);
+  for (uint32_t i = 0; i < f->n_auth; i++)
+    if (f->auth[i] != NULL && f->auth[i]->on_msg != NULL) f->auth[i]->on_msg(f->auth[i]->arg, NULL);
+  pthread_mutex_unlock(&f->auth_lock);
+}
+
 static void* progress_main(void* arg) {
   struct net_fabric* f = arg;
   unsigned idle = 0;
+#if MSCCLPP_HAVE_CUDA
+  /* Staged writes and signals into GPU memory are copied with cudaMemcpy, on this rank's device. */
+  if (f->cuda_dev >= 0 && cu_available()) (void)cudaSetDevice(f->cuda_dev);
+#endif
   while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
+    retry_owed(f);
     struct fi_cq_data_entry ents[NET_CQ_BATCH];
     fi_addr_t src[NET_CQ_BATCH];
     for (int i = 0; i < NET_CQ_BATCH; i++) src[i] = FI_ADDR_NOTAVAIL; /* providers without FI_SOURCE */
     /* With a wait object the thread sleeps until the provider has something (its sockets are
      * readable), at most NET_SREAD_MS so that stop is seen; else it polls. */
     int waits = atomic_load_explicit(&f->cq_waits, memory_order_relaxed);
-    ssize_t n = waits ? fi_cq_sreadfrom(f->cq, ents, NET_CQ_BATCH, src, NULL, NET_SREAD_MS)
+    int sleep_ms = atomic_load_explicit(&f->owed, memory_order_relaxed) ? 1 : NET_SREAD_MS;
+    ssize_t n = waits ? fi_cq_sreadfrom(f->cq, ents, NET_CQ_BATCH, src, NULL, sleep_ms)
                       : fi_cq_readfrom(f->cq, ents, NET_CQ_BATCH, src);
     log_rate_tick(&f->refusals, LOG_SUB_NET);
     if (n == -FI_EAVAIL) {
@@ -212,14 +247,16 @@ static void* progress_main(void* arg) {
 /* ---- opening ---------------------------------------------------------------------------------- */
 
 /* The requirements; with_source adds FI_SOURCE (signals then accepted only from their peer). */
-static struct fi_info* make_hints(const char* prov, int with_source) {
+static struct fi_info* make_hints(const char* prov, int with_source, int with_hmem) {
   struct fi_info* h = fi_allocinfo();
   if (h == NULL) return NULL;
   h->caps = FI_RMA | FI_MSG | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV;
   if (with_source) h->caps |= FI_SOURCE;
+  if (with_hmem) h->caps |= FI_HMEM;
   h->ep_attr->type = FI_EP_RDM;
   h->mode = 0; /* no FI_CONTEXT: contexts are our counters */
   h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  if (with_hmem) h->domain_attr->mr_mode |= FI_MR_HMEM;
   h->domain_attr->threading = FI_THREAD_SAFE;
   h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
   h->tx_attr->msg_order = FI_ORDER_SAW;
@@ -256,24 +293,46 @@ static mscclppResult_t fi_fail(const char* what, int r) {
   return MPP_ERR(mscclppSystemError, "net transport: %s failed: %s", what, fi_strerror(r < 0 ? -r : r));
 }
 
+/* Asks libfabric for the entries of provider prov (any where ""), FI_SOURCE where offered, FI_HMEM
+ * when with_hmem: 0 with *list, else the fi_getinfo error. */
+static int get_list(const char* prov, int with_hmem, struct fi_info** list) {
+  int r = -FI_ENODATA;
+  *list = NULL;
+  for (int with_source = 1; with_source >= 0 && *list == NULL; with_source--) {
+    struct fi_info* hints = make_hints(prov, with_source, with_hmem);
+    if (hints == NULL) return -FI_ENOMEM;
+    r = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, list);
+    fi_freeinfo(hints);
+    if (r != 0) *list = NULL;
+  }
+  return r;
+}
+
+/* The provider is chosen without FI_HMEM (asking for it would pick another provider, e.g. shm, which
+ * grants it but reaches one machine only); then, for a GPU rank, the same provider is asked again
+ * with FI_HMEM, and its answer replaces the list where it grants it (*hmem = 1). */
+static void try_hmem(struct fi_info** list, int* hmem) {
+  struct fi_info* with = NULL;
+  const char* name = pick(*list)->fabric_attr->prov_name;
+  if (name == NULL || get_list(name, 1, &with) != 0 || with == NULL) return;
+  fi_freeinfo(*list);
+  *list = with;
+  *hmem = 1;
+}
+
 /* Finds and copies the provider's description into f->info. */
-static mscclppResult_t choose(struct net_fabric* f) {
+static mscclppResult_t choose(struct net_fabric* f, int want_hmem) {
   const char* prov = param_str(PARAM_NET_PROVIDER);
   struct fi_info* list = NULL;
-  int r = -FI_ENODATA;
-  for (int with_source = 1; with_source >= 0 && list == NULL; with_source--) { /* FI_SOURCE if offered */
-    struct fi_info* hints = make_hints(prov, with_source);
-    if (hints == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
-    r = fi_getinfo(FI_VERSION(1, 11), NULL, NULL, 0, hints, &list);
-    fi_freeinfo(hints);
-    if (r != 0) list = NULL;
-  }
+  int r = get_list(prov, 0, &list);
+  if (r == -FI_ENOMEM) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   if (r != 0 || list == NULL)
     return MPP_ERR(mscclppInvalidUsage,
                    "net transport: no libfabric provider %s%s%soffers reliable datagram endpoints with RMA, "
                    "delivery completion and send-after-write order (fi_getinfo: %s); set MSCCLPP_NET_PROVIDER to one "
                    "that does (tcp, sockets, verbs) or leave MSCCLPP_NET_TRANSPORT off",
                    prov[0] ? "named '" : "", prov, prov[0] ? "' (MSCCLPP_NET_PROVIDER) " : "", fi_strerror(-r));
+  if (want_hmem) try_hmem(&list, &f->hmem);
   f->info = fi_dupinfo(pick(list));
   fi_freeinfo(list);
   if (f->info == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
@@ -281,6 +340,7 @@ static mscclppResult_t choose(struct net_fabric* f) {
     return MPP_ERR(mscclppInvalidUsage, "net transport: provider %s injects only %zu bytes, a signal needs %zu",
                    f->info->fabric_attr->prov_name, f->info->tx_attr->inject_size, sizeof(struct net_sig));
   f->has_source = (f->info->caps & FI_SOURCE) != 0;
+  f->sas = (f->info->tx_attr->msg_order & FI_ORDER_SAS) && (f->info->rx_attr->msg_order & FI_ORDER_SAS);
   snprintf(f->desc, sizeof(f->desc), "provider %s, fabric %s, domain %s%s", f->info->fabric_attr->prov_name,
            f->info->fabric_attr->name, f->info->domain_attr->name,
            f->has_source ? "" : " (no FI_SOURCE: signals checked by MAC only)");
@@ -291,7 +351,7 @@ int net_fabric_probe(char* buf, size_t len) {
   struct net_fabric f;
   memset(&f, 0, sizeof(f));
   int quiet = err_quiet(1);
-  mscclppResult_t res = choose(&f);
+  mscclppResult_t res = choose(&f, 0);
   err_quiet(quiet);
   snprintf(buf, len, "%s", res == mscclppSuccess ? f.desc : err_last());
   if (f.info != NULL) fi_freeinfo(f.info);
@@ -336,14 +396,15 @@ static mscclppResult_t post_all_rx(struct net_fabric* f) {
   return mscclppSuccess;
 }
 
-mscclppResult_t net_fabric_open(int rank, void* regions, struct net_fabric** out) {
+mscclppResult_t net_fabric_open(int rank, void* regions, int cuda_dev, int want_hmem, struct net_fabric** out) {
   struct net_fabric* f = calloc(1, sizeof(*f));
   if (f == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory");
   f->rank = rank;
   f->regions = regions;
+  f->cuda_dev = cuda_dev;
   pthread_mutex_init(&f->retired_lock, NULL);
   pthread_mutex_init(&f->auth_lock, NULL);
-  mscclppResult_t res = choose(f);
+  mscclppResult_t res = choose(f, want_hmem);
   if (res == mscclppSuccess) res = open_endpoint(f);
   if (res == mscclppSuccess) res = post_all_rx(f);
   if (res == mscclppSuccess) {
@@ -355,7 +416,8 @@ mscclppResult_t net_fabric_open(int rank, void* regions, struct net_fabric** out
     net_fabric_close(f);
     return res;
   }
-  LOG_INFO_(LOG_SUB_NET, "net transport: rank %d uses %s", rank, f->desc);
+  LOG_INFO_(LOG_SUB_NET, "net transport: rank %d uses %s%s", rank, f->desc,
+            !want_hmem ? "" : f->hmem ? " (FI_HMEM granted)" : " (FI_HMEM not offered: GPU memory staged)");
   *out = f;
   return mscclppSuccess;
 }
@@ -400,6 +462,8 @@ size_t net_fabric_name(const struct net_fabric* f, void* buf) {
 }
 
 const char* net_fabric_desc(const struct net_fabric* f) { return f->desc; }
+int net_fabric_hmem(const struct net_fabric* f) { return f->hmem; }
+int net_fabric_sas(const struct net_fabric* f) { return f->sas; }
 size_t net_fabric_max_op(const struct net_fabric* f) {
   size_t m = f->info->ep_attr->max_msg_size;
   return m != 0 && m < NET_MAX_OP ? m : NET_MAX_OP;
@@ -416,8 +480,38 @@ mscclppResult_t net_fabric_add_peer(struct net_fabric* f, int peer, const void* 
   return mscclppSuccess;
 }
 
+mscclppResult_t net_buf_alloc(struct net_fabric* f, size_t bytes, int dev, struct net_buf* out) {
+  memset(out, 0, sizeof(*out));
+  bytes = (bytes + 4095) / 4096 * 4096; /* aligned_alloc wants a multiple of the alignment */
+  char* ptr = aligned_alloc(4096, bytes);
+  if (ptr == NULL) return MPP_ERR(mscclppSystemError, "net transport: out of host memory for %zu staging bytes", bytes);
+  memset(ptr, 0, bytes);
+#if MSCCLPP_HAVE_CUDA
+  /* Pinned: cudaMemcpy between it and GPU memory is one DMA, not a copy through a driver buffer. */
+  if (dev >= 0 && cu_available()) out->pinned = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable) == cudaSuccess;
+#else
+  (void)dev;
+#endif
+  out->ptr = ptr;
+  out->bytes = bytes;
+  mscclppResult_t res = net_fabric_reg(f, ptr, bytes, &out->mr);
+  if (res != mscclppSuccess) net_buf_free(out);
+  return res;
+}
+
+void net_buf_free(struct net_buf* b) {
+  if (b->ptr == NULL) return;
+  close_fid(b->mr.mr);
+#if MSCCLPP_HAVE_CUDA
+  if (b->pinned) (void)cudaHostUnregister(b->ptr);
+#endif
+  free(b->ptr);
+  memset(b, 0, sizeof(*b));
+}
+
 void net_pending_free(struct net_pending* p) {
   if (p == NULL) return;
+  net_buf_free(&p->stage_tx);
   close_fid(p->bounce_mr.mr);
   free(p->bounce);
   free(p);
@@ -466,6 +560,40 @@ mscclppResult_t net_fabric_reg(struct net_fabric* f, void* ptr, size_t size, str
                          .base = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)ptr : 0};
   return mscclppSuccess;
 }
+
+#if MSCCLPP_HAVE_CUDA
+/* Registers GPU memory of device dev (fi_mr_regattr, FI_HMEM_CUDA); only where FI_HMEM was granted. */
+mscclppResult_t net_fabric_reg_dev(struct net_fabric* f, void* ptr, size_t size, int dev, struct net_mr* out) {
+  if (!f->hmem) return MPP_ERR(mscclppInvalidUsage, "net transport: %s did not grant FI_HMEM", f->desc);
+  int mode = f->info->domain_attr->mr_mode;
+  struct iovec iov = {.iov_base = ptr, .iov_len = size};
+  struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .iface = FI_HMEM_CUDA,
+                            .access = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE};
+  attr.device.cuda = dev;
+  struct fid_mr* mr = NULL;
+  int r = -FI_ENOKEY;
+  for (int tries = 0; tries < 8 && r == -FI_ENOKEY; tries++) {
+    if (!(mode & FI_MR_PROV_KEY)) MPP_CHECK(random_key(f, &attr.requested_key));
+    r = fi_mr_regattr(f->domain, &attr, 0, &mr);
+  }
+  if (r != 0) return fi_fail("registering GPU memory (fi_mr_regattr, FI_HMEM_CUDA)", r);
+  if (mode & FI_MR_ENDPOINT) {
+    if ((r = fi_mr_bind(mr, &f->ep->fid, 0)) == 0) r = fi_mr_enable(mr);
+    if (r != 0) {
+      fi_close(&mr->fid);
+      return fi_fail("binding a GPU memory region to the endpoint", r);
+    }
+  }
+  *out = (struct net_mr){.mr = mr, .desc = fi_mr_desc(mr), .key = fi_mr_key(mr),
+                         .base = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)ptr : 0};
+  return mscclppSuccess;
+}
+#else
+mscclppResult_t net_fabric_reg_dev(struct net_fabric* f, void* ptr, size_t size, int dev, struct net_mr* out) {
+  (void)f, (void)ptr, (void)size, (void)dev, (void)out;
+  return MPP_ERR(mscclppInvalidUsage, "net transport: GPU memory in a library built without CUDA");
+}
+#endif
 
 void net_fabric_dereg(struct net_mr* m) {
   close_fid(m->mr);
@@ -554,6 +682,17 @@ void net_fabric_auth_remove(struct net_fabric* f, uint32_t id) {
   }
   pthread_mutex_unlock(&f->auth_lock);
 }
+
+void net_fabric_auth_hook(struct net_fabric* f, uint32_t id, net_msg_fn fn, void* arg) {
+  pthread_mutex_lock(&f->auth_lock);
+  if (id >= 1 && id <= f->n_auth && f->auth[id - 1] != NULL) {
+    f->auth[id - 1]->on_msg = fn;
+    f->auth[id - 1]->arg = arg;
+  }
+  pthread_mutex_unlock(&f->auth_lock);
+}
+
+void net_fabric_owe(struct net_fabric* f) { atomic_store_explicit(&f->owed, 1, memory_order_relaxed); }
 
 int net_fabric_last_signal(struct net_fabric* f, struct net_sig* out) {
   pthread_mutex_lock(&f->auth_lock);

@@ -36,6 +36,19 @@ struct net_mr {
   uint64_t base; /* remote address of the region's first byte (its address, or 0 for offset-based providers) */
 };
 
+/* Host memory registered with the provider: the staged path's buffers (net_stage.c), pinned
+ * (cudaHostRegister) when dev >= 0 so that copies from and to GPU memory run at full speed. */
+struct net_buf {
+  char* ptr;
+  size_t bytes;
+  int pinned;
+  struct net_mr mr;
+};
+/* Allocates and registers bytes (rounded up to 4 KiB) of host memory; pinned for device dev >= 0. */
+mscclppResult_t net_buf_alloc(struct net_fabric* f, size_t bytes, int dev, struct net_buf* out);
+/* Deregisters, unpins and frees b (NULL ptr: nothing). */
+void net_buf_free(struct net_buf* b);
+
 /* A connection's completion counters, written by the progress thread, and its bounce buffer. */
 struct net_pending {
   atomic_uint_fast64_t done; /* completions (successful or not) of operations posted on it */
@@ -46,6 +59,9 @@ struct net_pending {
    * connection's unregistered host writes and reads go; freed with the counters. */
   void* bounce;
   struct net_mr bounce_mr;
+  /* The staged path's send slots (net_stage.c), made on first use: RMA writes in flight read them,
+   * so they go with the counters. */
+  struct net_buf stage_tx;
 };
 
 /* Frees p and its bounce buffer (no operation may be in flight on it). */
@@ -54,8 +70,10 @@ void net_pending_free(struct net_pending* p);
 /* Opens the provider chosen by MSCCLPP_NET_PROVIDER (default: libfabric's first RDM provider with
  * RMA, delivery completion and send-after-write order) on the interface of MSCCLPP_SOCKET_IFNAME's
  * address (as the bootstrap), and starts the progress thread; region writes of signals go to
- * regions (a struct region_table*). InvalidUsage naming what is missing when nothing matches. */
-mscclppResult_t net_fabric_open(int rank, void* regions, struct net_fabric** out);
+ * regions (a struct region_table*). want_hmem: ask for FI_HMEM first (GPU ranks), taking a
+ * provider without it when none has it (net_fabric_hmem says which). The progress thread works on
+ * device cuda_dev (-1: none). InvalidUsage naming what is missing when nothing matches. */
+mscclppResult_t net_fabric_open(int rank, void* regions, int cuda_dev, int want_hmem, struct net_fabric** out);
 /* What net_fabric_open would choose, without opening it: 1 with its description in buf, or 0 with
  * the reason in buf. */
 int net_fabric_probe(char* buf, size_t len);
@@ -67,9 +85,15 @@ size_t net_fabric_name(const struct net_fabric* f, void* buf);
 mscclppResult_t net_fabric_add_peer(struct net_fabric* f, int peer, const void* name, size_t len, uint64_t* addr);
 /* "provider fabric domain" of the endpoint, for messages. */
 const char* net_fabric_desc(const struct net_fabric* f);
+/* 1 when the provider granted FI_HMEM (net_fabric_reg_dev works). */
+int net_fabric_hmem(const struct net_fabric* f);
+/* 1 when messages are received in the order they were sent (FI_ORDER_SAS). */
+int net_fabric_sas(const struct net_fabric* f);
 
 /* Registers [ptr, ptr+size) for remote reads and writes and local use. */
 mscclppResult_t net_fabric_reg(struct net_fabric* f, void* ptr, size_t size, struct net_mr* out);
+/* Registers GPU memory of device dev (FI_HMEM_CUDA) likewise; only where net_fabric_hmem. */
+mscclppResult_t net_fabric_reg_dev(struct net_fabric* f, void* ptr, size_t size, int dev, struct net_mr* out);
 void net_fabric_dereg(struct net_mr* m);
 
 /* One operation to post: an RMA write of size bytes from local (desc: its region's, or NULL) to
@@ -98,6 +122,13 @@ mscclppResult_t net_fabric_auth_set(struct net_fabric* f, uint32_t id, int peer,
                                     const uint8_t key[AUTH_KEY_BYTES]);
 /* Forgets id: later signals carrying it are refused. */
 void net_fabric_auth_remove(struct net_fabric* f, uint32_t id);
+/* The staged path's messages (magic NET_STAGE_MAGIC or NET_CREDIT_MAGIC) of connection id, once
+ * checked like signals, go to fn(arg, msg) on the progress thread, in receive order, with the
+ * receiving table's lock held (so not after net_fabric_auth_remove returns). fn(arg, NULL): the
+ * progress thread calls every hook so again after net_fabric_owe (something could not be sent). */
+typedef void (*net_msg_fn)(void* arg, const struct net_sig* msg);
+void net_fabric_auth_hook(struct net_fabric* f, uint32_t id, net_msg_fn fn, void* arg);
+void net_fabric_owe(struct net_fabric* f);
 /* Copies the last signal message f accepted (for the tests' replay); 0 when none yet. */
 int net_fabric_last_signal(struct net_fabric* f, struct net_sig* out);
 /* Signal messages refused by any endpoint of this process so far. */

@@ -16,6 +16,12 @@
 #include "util/auth.h"
 
 #define NET_SIG_MAGIC 0x3247534eu /* "NSG2" */
+/* The staged path's messages (net_stage.h) share the layout, key, sequence and checks:
+ * STAGE "the slot holds size bytes for region+offset" (value = size, reserved = slot) and
+ * CREDIT "these slots are free again" (value = mask of slots, reserved = how many of them could
+ * not be placed). */
+#define NET_STAGE_MAGIC 0x3254534eu  /* "NST2" */
+#define NET_CREDIT_MAGIC 0x3252434eu /* "NCR2" */
 #define NET_SIG_MAC_BYTES 16
 #define NET_SIG_NONCE_BYTES 16
 #define NET_SIG_WINDOW 64 /* sequence numbers this far below the highest seen are still accepted once */
@@ -26,7 +32,7 @@ struct net_sig {
   uint32_t conn_id; /* the receiver's id of the connection (net_fabric_auth_add) */
   uint64_t seq;     /* 1, 2, ... per connection and direction */
   uint64_t region, offset, value;
-  uint64_t reserved; /* 0 */
+  uint64_t reserved; /* 0 for signals; the staged path's messages: above */
   uint8_t mac[NET_SIG_MAC_BYTES];
 };
 _Static_assert(sizeof(struct net_sig) == 64, "a signal message is 64 bytes");

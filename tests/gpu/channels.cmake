@@ -8,4 +8,14 @@ if(MSCCLPP_HAVE_CUDA)
     endforeach()
     target_compile_options(${t} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>)
   endforeach()
+  # Port channels (put, signal, flush, the FIFO stress) between GPU ranks of different stand-in
+  # hosts (GT_NET=1: MSCCLPP_HOSTID per rank) over the net transport: staged through pinned host
+  # rings (tcp grants no FI_HMEM), and under FI_HMEM through the shm provider where it grants it.
+  foreach(n 2 4)
+    mpp_gpu_test(gpu_portchan NRANKS ${n} TESTNAME gpu_portchan_net_n${n} ARGS 300 SOURCES ${GDIR}/gpu_portchan.cu)
+    set_tests_properties(gpu_portchan_net_n${n} PROPERTIES ENVIRONMENT "GT_NET=1;MSCCLPP_NET_TRANSPORT=on")
+  endforeach()
+  mpp_gpu_test(gpu_portchan NRANKS 2 TESTNAME gpu_portchan_net_hmem_n2 ARGS 300 SOURCES ${GDIR}/gpu_portchan.cu)
+  set_tests_properties(gpu_portchan_net_hmem_n2 PROPERTIES ENVIRONMENT
+                       "GT_NET=1;MSCCLPP_NET_TRANSPORT=on;MSCCLPP_NET_GPU_MEM=auto;MSCCLPP_NET_PROVIDER=shm")
 endif()

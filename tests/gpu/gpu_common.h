@@ -65,9 +65,21 @@ static inline int gt_env_int(const char* name, int def) {
   return v && *v ? atoi(v) : def;
 }
 
+/* GT_NET=1: every rank is its own stand-in host (MSCCLPP_HOSTID from MSCCLPP_RANK, set before the
+ * library reads its parameters) and gt_setup connects over the net transport (libfabric; needs
+ * MSCCLPP_NET_TRANSPORT=on) instead of P2P. */
+static inline int gt_net(void) { return gt_env_int("GT_NET", 0) != 0; }
+
+static inline void gt_stand_in_host(void) {
+  char id[64];
+  snprintf(id, sizeof(id), "gpu-host-%s", getenv("MSCCLPP_RANK") ? getenv("MSCCLPP_RANK") : "0");
+  setenv("MSCCLPP_HOSTID", id, 1);
+}
+
 /* Picks this rank's GPU (local rank modulo the device count) or exits 77; makes the communicator. */
 static inline void gt_init(struct gt_ctx* c) {
   memset(c, 0, sizeof(*c));
+  if (gt_net()) gt_stand_in_host();
   int local = gt_env_int("MSCCLPP_LOCAL_RANK", 0), local_size = gt_env_int("MSCCLPP_LOCAL_WORLD_SIZE", 1);
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) TEST_SKIP("no usable GPU");
@@ -115,10 +127,10 @@ static inline void gt_setup(struct gt_ctx* c, size_t bytes) {
   CHECK_OK(mscclppRegisterMemory(c->comm, c->scratch, bytes, &c->scratch_reg));
   for (int p = 0; p < c->nranks; p++) {
     if (p == c->rank) continue;
-    CHECK_OK(mscclppConnectionCreate(c->comm, p, 0, mscclppTransportAuto, &c->conn[p]));
-    mscclppTransport_t t;
+    mscclppTransport_t want = gt_net() ? mscclppTransportNet : mscclppTransportP2P, t;
+    CHECK_OK(mscclppConnectionCreate(c->comm, p, 0, gt_net() ? want : mscclppTransportAuto, &c->conn[p]));
     CHECK_OK(mscclppConnectionTransport(c->conn[p], &t));
-    CHECK_MSG(t == mscclppTransportP2P, "rank %d: the connection to rank %d is not p2p (%d)", c->rank, p, (int)t);
+    CHECK_MSG(t == want, "rank %d: the connection to rank %d is transport %d, not %d", c->rank, p, (int)t, (int)want);
     c->peer_scratch[p] = gt_swap(c, p, c->scratch_reg);
   }
 }

@@ -7,6 +7,11 @@
  * MEMORY  legacy: cudaMalloc (legacy CUDA IPC handles)  vmm: mscclppMemAlloc(mscclppMemCuda) (fd passing)
  * PATH    conn: mscclppConnectionWrite over P2P (Auto)   peerptr: cudaMemcpy to the peer pointer of
  *         mscclppRegMemInfo   tcp: mscclppConnectionWrite over a forced tcp connection (staged)
+ *         net: mscclppConnectionWrite over a forced net connection (libfabric), every rank its own
+ *         stand-in host (MSCCLPP_HOSTID=gpu-host-RANK, set here): GPU memory directly where the
+ *         provider grants FI_HMEM, else staged through pinned host rings (MSCCLPP_NET_GPU_MEM);
+ *         needs MSCCLPP_NET_TRANSPORT=on (ctest sets it); skips (77) where the net transport cannot
+ *         work, or where MSCCLPP_NET_GPU_MEM=hmem and the provider does not grant FI_HMEM.
  * Exits 77 without CUDA, a driver, or at least 2 devices. Each rank uses device local_rank % count. */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +20,7 @@
 
 #include "helpers.h"
 #include "sys/cudawrap.h"
+#include "transport/net.h"
 
 #if !MSCCLPP_HAVE_CUDA
 int main(void) { TEST_SKIP("built without CUDA"); }
@@ -58,7 +64,7 @@ static unsigned char byte_of(int round, int from, int to, uint64_t i) {
 
 struct ctx {
   mscclppComm_t comm;
-  int rank, n, vmm, path; /* path: 0 conn, 1 peerptr, 2 tcp */
+  int rank, n, vmm, path; /* path: 0 conn, 1 peerptr, 2 tcp, 3 net */
   unsigned char* dbuf;    /* device: n receive slots, then n send slots */
   unsigned char* host;    /* SLOT bytes of staging */
   mscclppRegisteredMemory reg;
@@ -125,14 +131,19 @@ static void setup(struct ctx* c) {
   CHECK_OK(mscclppRegisterBuffer(c->comm, c->dbuf, bytes, &c->reg));
   c->conn = calloc((size_t)c->n, sizeof(*c->conn));
   c->sem = calloc((size_t)c->n, sizeof(*c->sem));
-  mscclppTransport_t want = c->path == 2 ? mscclppTransportTCP : mscclppTransportAuto;
+  static const mscclppTransport_t want[] = {mscclppTransportAuto, mscclppTransportAuto, mscclppTransportTCP,
+                                            mscclppTransportNet};
+  static const mscclppTransport_t expect[] = {mscclppTransportP2P, mscclppTransportP2P, mscclppTransportTCP,
+                                              mscclppTransportNet};
   for (int p = 0; p < c->n; p++) { /* increasing peer order on every rank: no cycle of waits */
     if (p == c->rank) continue;
-    CHECK_OK(mscclppConnectionCreate(c->comm, p, 9, want, &c->conn[p]));
+    mscclppResult_t r = mscclppConnectionCreate(c->comm, p, 9, want[c->path], &c->conn[p]);
+    if (r == mscclppInvalidUsage && c->path == 3 && strstr(mscclppGetLastError(), "FI_HMEM") != NULL)
+      TEST_SKIP("rank %d: %s", c->rank, mscclppGetLastError()); /* both sides refuse alike */
+    CHECK_OK(r);
     mscclppTransport_t got;
     CHECK_OK(mscclppConnectionTransport(c->conn[p], &got));
-    CHECK_MSG(got == (c->path == 2 ? mscclppTransportTCP : mscclppTransportP2P),
-              "rank %d: connection to rank %d uses transport %d", c->rank, p, (int)got);
+    CHECK_MSG(got == expect[c->path], "rank %d: connection to rank %d uses transport %d", c->rank, p, (int)got);
     CHECK_OK(mscclppHostSemaphoreCreate(c->comm, c->conn[p], &c->sem[p]));
   }
 }
@@ -157,8 +168,21 @@ static void teardown(struct ctx* c) {
   CHECK_OK(mscclppCommDestroy(c->comm));
 }
 
+/* Every rank its own host (as ranks of different machines): MSCCLPP_HOSTID from MSCCLPP_RANK, set
+ * before the library reads its parameters; the net transport must be on. */
+static void stand_in_host(void) {
+  const char* on = getenv("MSCCLPP_NET_TRANSPORT");
+  if (on == NULL || strcmp(on, "on") != 0) TEST_SKIP("the net path needs MSCCLPP_NET_TRANSPORT=on");
+  char why[512], id[64];
+  snprintf(id, sizeof(id), "gpu-host-%s", getenv("MSCCLPP_RANK") ? getenv("MSCCLPP_RANK") : "0");
+  setenv("MSCCLPP_HOSTID", id, 1);
+  if (!net_probe(why, sizeof(why))) TEST_SKIP("the net transport cannot work here: %s", why);
+}
+
 int main(int argc, char** argv) {
-  if (argc < 3) TEST_FAIL("usage: %s legacy|vmm conn|peerptr|tcp", argv[0]);
+  if (argc < 3) TEST_FAIL("usage: %s legacy|vmm conn|peerptr|tcp|net", argv[0]);
+  int net = strcmp(argv[2], "net") == 0;
+  if (net) stand_in_host();
   int count = 0;
   if (!cu_available() || cudaGetDeviceCount(&count) != cudaSuccess || count < 2)
     TEST_SKIP("needs CUDA and at least 2 GPUs (found %d)", count);
@@ -167,7 +191,7 @@ int main(int argc, char** argv) {
   g_dev = (lr ? atoi(lr) : g_rank) % count;
   CUDA_OK(cudaSetDevice(g_dev));
   struct ctx c = {.vmm = strcmp(argv[1], "vmm") == 0,
-                  .path = strcmp(argv[2], "peerptr") == 0 ? 1 : strcmp(argv[2], "tcp") == 0 ? 2 : 0};
+                  .path = strcmp(argv[2], "peerptr") == 0 ? 1 : strcmp(argv[2], "tcp") == 0 ? 2 : net ? 3 : 0};
   mscclppConfig_t cfg = MSCCLPP_CONFIG_INITIALIZER;
   cfg.rankKind = mscclppRankGpu;
   cfg.cudaDevice = g_dev;

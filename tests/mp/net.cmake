@@ -53,3 +53,31 @@ net_test(transport_net_auth)
 if(MSCCLPP_HAVE_LIBFABRIC) # the stranger's own endpoint: libfabric comes with mscclpp_static
   target_compile_definitions(transport_net_auth PRIVATE MPP_TEST_FABRIC=1)
 endif()
+# The staged path (GPU memory without FI_HMEM crosses rings of pinned host slots, net_stage.c) on
+# CPU ranks: MSCCLPP_NET_STAGE_HOST=1 makes it carry host memory too, so the tests above that
+# matter run again with every write staged: sizes 0 B..5 MiB+1 at odd offsets, 2000 writes in
+# flight (250 rings' worth) before one signal, 64 MiB, flush visibility, signals after staged data,
+# a peer that dies, port channels through the proxy, the CPU executor's host path, collectives.
+set(NET_STAGED "MSCCLPP_NET_STAGE_HOST=1")
+mpp_mp_test(transport_net NRANKS 2 TESTNAME transport_net_staged_data_n2 ARGS data SOURCES ${NDIR}/transport_net.c)
+mpp_mp_test(transport_net NRANKS 4 TESTNAME transport_net_staged_data_n4 ARGS data SOURCES ${NDIR}/transport_net.c)
+mpp_mp_test(transport_net NRANKS 2 TESTNAME transport_net_staged_kill ARGS kill SOURCES ${NDIR}/transport_net.c)
+mpp_mp_test(transport_data NRANKS 2 TESTNAME transport_data_net_staged_n2 ARGS net malloc 20 SOURCES ${NDIR}/transport_data.c)
+mpp_mp_test(transport_semaphore NRANKS 2 TESTNAME transport_semaphore_net_staged ARGS net SOURCES ${NDIR}/transport_semaphore.c)
+mpp_mp_test(transport_flush NRANKS 2 TESTNAME transport_flush_net_staged ARGS net SOURCES ${NDIR}/transport_flush.c)
+mpp_mp_test(transport_peerdeath NRANKS 2 TESTNAME transport_peerdeath_net_staged ARGS net SOURCES ${NDIR}/transport_peerdeath.c)
+mpp_mp_test(proxy_cpu NRANKS 2 TESTNAME proxy_cpu_net_staged ARGS net 20 SOURCES ${NDIR}/proxy_cpu.c)
+mpp_mp_test(transport_hostio NRANKS 2 TESTNAME transport_hostio_net_staged ARGS net SOURCES ${NDIR}/transport_hostio.c)
+mpp_mp_test(coll_check NRANKS 4 TESTNAME coll_net_staged_hosts4 ARGS -H 4 -c allreduce,allgather,alltoall -d float
+            -o sum -n 3,2000 SOURCES ${NDIR}/coll_check.c)
+# The owner's checks (a piece out of its region's bounds, a released region, a slot past the ring)
+# and a peer that dies while rank 0's writes wait for credits (transport_netstage.c).
+mpp_mp_test(transport_netstage NRANKS 2 TESTNAME transport_netstage_bounds ARGS bounds SOURCES ${NDIR}/transport_netstage.c)
+mpp_mp_test(transport_netstage NRANKS 2 TESTNAME transport_netstage_kill ARGS kill SOURCES ${NDIR}/transport_netstage.c)
+foreach(t transport_net_staged_data_n2 transport_net_staged_data_n4 transport_net_staged_kill
+          transport_data_net_staged_n2 transport_semaphore_net_staged transport_flush_net_staged
+          transport_peerdeath_net_staged proxy_cpu_net_staged transport_hostio_net_staged
+          transport_netstage_bounds transport_netstage_kill)
+  net_test(${t} ${NET_STAGED})
+endforeach()
+net_test(coll_net_staged_hosts4 ${NET_STAGED} "MSCCLPP_ALGO_CPU_SCRATCH=8192")

@@ -48,4 +48,12 @@ if(MSCCLPP_HAVE_LIBFABRIC)
   set_tests_properties(netns_coll_net_2x2 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_ALGO_CPU_SCRATCH=4096")
   set_tests_properties(netns_kill_net_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on")
   set_tests_properties(netns_cut_net_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_BOOTSTRAP_STALL_MS=1000")
+  # Every collective again with the net transport's staged path forced (MSCCLPP_NET_STAGE_HOST=1:
+  # every write between hosts crosses the staging rings, as GPU memory does without FI_HMEM), and a
+  # killed host with it.
+  netns_test(netns_coll_net_staged_2x2 2 2 $<TARGET_FILE:coll_check> -d int32,float -o sum,max -n 1,1000)
+  netns_test(netns_kill_net_staged_4x1 4 1 INJECT --kill=2 $<TARGET_FILE:netns_rank> fail 2)
+  set_tests_properties(netns_coll_net_staged_2x2 PROPERTIES ENVIRONMENT
+                       "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_NET_STAGE_HOST=1;MSCCLPP_ALGO_CPU_SCRATCH=4096")
+  set_tests_properties(netns_kill_net_staged_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_NET_STAGE_HOST=1")
 endif()
