@@ -43,6 +43,13 @@ struct opts {
   uint64_t sizes[MAX_SIZES];
   int nsizes;
   void* stream; /* GPU ranks: the calls' stream */
+  /* GPU ranks: the device buffers, grown and never freed before the end: a peer keeps what it
+   * imported of ours (the executor's buffer contexts live until teardown), and CUDA refuses to
+   * map a freed buffer's successor at the same address while that import is open */
+  char* dpool;
+  size_t dcap;
+  char* dold[64];
+  int nold;
 };
 
 static const struct cli_opt validate_opts[] = {
@@ -510,23 +517,34 @@ static double now_s(void) {
   } while (0)
 
 /* GPU ranks: the device copy of the buffers (CPU ranks: nothing to do). */
-static int dev_alloc(const struct opts* o, struct bufs* b) {
+static int dev_alloc(struct opts* o, struct bufs* b) {
   if (!o->gpu) return 0;
 #if MSCCLPP_HAVE_CUDA
-  cudaError_t e = cudaMalloc((void**)&b->dmem, b->sb + b->rb + 64);
-  if (e == cudaSuccess) return 0;
-  return fprintf(stderr, "cudaMalloc of %llu bytes: %s\n", (unsigned long long)(b->sb + b->rb + 64), cudaGetErrorString(e)), 1;
+  size_t need = b->sb + b->rb + 64;
+  if (need > o->dcap) {
+    size_t cap = need > 2 * o->dcap ? need : 2 * o->dcap;
+    char* p = NULL;
+    cudaError_t e = o->nold < 64 ? cudaMalloc((void**)&p, cap) : cudaErrorMemoryAllocation;
+    if (e != cudaSuccess) return fprintf(stderr, "cudaMalloc of %zu bytes: %s\n", cap, cudaGetErrorString(e)), 1;
+    if (o->dpool) o->dold[o->nold++] = o->dpool;
+    o->dpool = p, o->dcap = cap;
+  }
+  b->dmem = o->dpool;
+  return 0;
 #else
   (void)b;
   return fprintf(stderr, "--gpu: this build has no CUDA\n"), 1;
 #endif
 }
 
-static void dev_free(struct bufs* b) {
+static void dev_free(struct bufs* b) { b->dmem = NULL; /* the pool's: dev_release frees it at the end */ }
+
+static void dev_release(struct opts* o) {
 #if MSCCLPP_HAVE_CUDA
-  if (b->dmem) cudaFree(b->dmem);
+  for (int i = 0; i < o->nold; i++) cudaFree(o->dold[i]);
+  if (o->dpool) cudaFree(o->dpool);
 #endif
-  b->dmem = NULL;
+  o->dpool = NULL, o->dcap = 0, o->nold = 0;
 }
 
 /* Copies host -> device (to_dev) or the output device -> host, on GPU ranks. */
@@ -564,7 +582,7 @@ static mscclppResult_t call(mscclppComm_t comm, mscclppPlan_t plan, const struct
 }
 
 /* One size: iters calls, each with fresh inputs, each checked. */
-static int run_size(mscclppComm_t comm, mscclppPlan_t plan, const struct opts* o, int rank, int n, uint64_t S,
+static int run_size(mscclppComm_t comm, mscclppPlan_t plan, struct opts* o, int rank, int n, uint64_t S,
                     uint64_t* seed, double* secs) {
   size_t es = mscclppDataTypeSize((mscclppDataType_t)o->dtype);
   const char* coll = plan->collective;
@@ -673,6 +691,7 @@ static int worker(struct opts* o) {
   }
   for (int i = 0; i < o->nfiles; i++) mscclppPlanDestroy(plans[i]);
   mscclppCommDestroy(comm);
+  dev_release(o);
   return rc;
 }
 

@@ -123,12 +123,13 @@ static int reduce_on_gpu(const struct gpu_xhost* x) {
   return x->nhosts <= XH_MAX_SRCS && strcmp(param_str(PARAM_ALGO_GPU_HOST_REDUCE), "host") != 0;
 }
 
-/* dev (k elements) = the hosts' blocks reduced in host order: this host's from dev itself, the
- * others' from blocks[h] of the host-mapped stage (w bytes apart), divided for avg. */
-static mscclppResult_t gpu_reduce_hosts(const struct hier_ctx* c, char* dev, const char* blocks, size_t w, size_t k) {
+/* dev (k elements) = the hosts' blocks reduced in host order, from blocks[h] of the host-mapped
+ * stage (w bytes apart), this host's from dev itself when own_in_dev, divided for avg. */
+static mscclppResult_t gpu_reduce_hosts(const struct hier_ctx* c, char* dev, const char* blocks, size_t w, size_t k,
+                                        int own_in_dev) {
   const void* srcs[XH_MAX_SRCS];
   for (int h = 0; h < c->x->nhosts; h++)
-    srcs[h] = h == c->x->host ? (const void*)dev : (const void*)xh_stage_dev(c->x, blocks + (size_t)h * w);
+    srcs[h] = h == c->x->host && own_in_dev ? (const void*)dev : (const void*)xh_stage_dev(c->x, blocks + (size_t)h * w);
   return xh_reduce_launch(dev, srcs, c->x->nhosts, k, c->a->dtype, c->second, c->divide, c->a->stream);
 }
 
@@ -172,7 +173,7 @@ static mscclppResult_t hier_allreduce(const struct hier_ctx* c) {
       char* mine = stage + (size_t)x->host * w;
       MPP_CHECK(xh_d2h(mine, w, dev, w, w, 1, a->stream));
       MPP_CHECK(rail_step(c, ALGO_COLL_ALLGATHER, mine, stage, k, -1));
-      MPP_CHECK(gpu_reduce_hosts(c, dev, stage, w, k));
+      MPP_CHECK(gpu_reduce_hosts(c, dev, stage, w, k, 1));
       continue;
     }
     MPP_CHECK(xh_d2h(stage, w, dev, w, w, 1, a->stream));
@@ -224,22 +225,22 @@ static mscclppResult_t rs_local(const struct hier_ctx* c, int h, char* dev, size
   return local_launch(c, &p);
 }
 
-/* A reducescatter piece with the hosts' partials reduced on the GPU: the partials for the other
- * hosts staged (stage's first H blocks) and swapped along the rail (an alltoall into the next H
- * blocks), this host's own partial reduced last into dev, then the hosts' partials of this block
- * reduced from there in host order. */
+/* A reducescatter piece with the hosts' partials reduced on the GPU: this host's partial of every
+ * host's block, this host's first (in place, dev is part of the input the later ones read), staged
+ * (the stage's first H blocks) and swapped along the rail (an alltoall into the next H blocks,
+ * which keeps this host's own), then reduced from there in host order into dev. */
 static mscclppResult_t rs_piece_gpu(const struct hier_ctx* c, char* stage, char* dev, size_t o, size_t k) {
   struct gpu_xhost* x = c->x;
   int H = x->nhosts;
   size_t w = k * c->a->es;
-  for (int i = 1; i <= H; i++) {
-    int h = (x->host + i) % H; /* i == H: this host, left in dev */
+  for (int i = 0; i < H; i++) {
+    int h = (x->host + i) % H;
     MPP_CHECK(rs_local(c, h, dev, o, k));
-    if (h != x->host) MPP_CHECK(xh_d2h(stage + (size_t)h * w, w, dev, w, w, 1, c->a->stream));
+    MPP_CHECK(xh_d2h(stage + (size_t)h * w, w, dev, w, w, 1, c->a->stream));
   }
   char* got = stage + (size_t)H * w;
   MPP_CHECK(rail_step(c, ALGO_COLL_ALLTOALL, stage, got, k, -1));
-  return gpu_reduce_hosts(c, dev, got, w, k);
+  return gpu_reduce_hosts(c, dev, got, w, k, 0);
 }
 
 /* Reducescatter: per piece, each host's blocks reduced inside this host (this host's first: in
