@@ -117,10 +117,14 @@ static mscclppResult_t rail_step(const struct hier_ctx* c, enum algo_coll coll, 
   return xh_host_coll(c->x, a->stream, c->rac, d, &h, reduces ? c->divide : 0);
 }
 
-/* Whether the hosts' partial results are reduced on the GPU (MSCCLPP_ALGO_GPU_HOST_REDUCE=gpu, and
- * few enough hosts for one kernel's sources) rather than by the CPU collective in the host step. */
-static int reduce_on_gpu(const struct gpu_xhost* x) {
-  return x->nhosts <= XH_MAX_SRCS && strcmp(param_str(PARAM_ALGO_GPU_HOST_REDUCE), "host") != 0;
+/* Whether the hosts' partial results of coll are reduced on the GPU rather than by the CPU
+ * collective in the host step (MSCCLPP_ALGO_GPU_HOST_REDUCE; auto: reducescatter always, allreduce
+ * on 2 hosts, where its allgather moves no more than reduce-scatter + allgather), with few enough
+ * hosts for one kernel's sources. */
+static int reduce_on_gpu(const struct gpu_xhost* x, enum algo_coll coll) {
+  const char* mode = param_str(PARAM_ALGO_GPU_HOST_REDUCE);
+  if (x->nhosts > XH_MAX_SRCS || strcmp(mode, "host") == 0) return 0;
+  return strcmp(mode, "gpu") == 0 || coll == ALGO_COLL_REDUCESCATTER || x->nhosts == 2;
 }
 
 /* dev (k elements) = the hosts' blocks reduced in host order, from blocks[h] of the host-mapped
@@ -164,7 +168,7 @@ static mscclppResult_t hier_allreduce(const struct hier_ctx* c) {
   lslice(a->count, L, x->lrank, &off, &n);
   size_t piece;
   char* stage;
-  int on_gpu = reduce_on_gpu(x);
+  int on_gpu = reduce_on_gpu(x, ALGO_COLL_ALLREDUCE);
   MPP_CHECK(rail_pieces(x, n, es, on_gpu ? (size_t)x->nhosts : 1, &piece, &stage));
   for (size_t o = 0; o < n; o += piece) {
     size_t k = n - o < piece ? n - o : piece, w = k * es;
@@ -251,7 +255,7 @@ static mscclppResult_t hier_reducescatter(const struct hier_ctx* c) {
   int H = x->nhosts;
   size_t es = a->es, piece;
   char* stage;
-  int on_gpu = reduce_on_gpu(x);
+  int on_gpu = reduce_on_gpu(x, ALGO_COLL_REDUCESCATTER);
   MPP_CHECK(rail_pieces(x, a->count, es, on_gpu ? (size_t)(2 * H) : (size_t)(1 + H), &piece, &stage));
   for (size_t o = 0; o < a->count; o += piece) {
     size_t k = a->count - o < piece ? a->count - o : piece, w = k * es;
