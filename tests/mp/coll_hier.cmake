@@ -33,3 +33,10 @@ coll_hier_test(coll_hier_table_3p1 4 0,0,0,1 "" -S hier -c ${_hier_colls} -d flo
 mpp_mp_test(coll_deadrank NRANKS 4 TESTNAME coll_deadrank_hier_2x2 SOURCES ${_coll_hier_dir}/coll_deadrank.c)
 set_tests_properties(coll_deadrank_hier_2x2 PROPERTIES ENVIRONMENT "COLL_DEADRANK_HOSTS=2")
 coll_hier_test(coll_hier_table_onehost 4 0,0,0,0 "" -S flat -c ${_hier_colls} -d float -o sum -n 5)
+# Chunks of 256 KiB and more cross tcp straight from their source (algo/cpu/xfer.c), smaller ones
+# through the staging slot: 512 KiB slots (4 ranks, 4 MiB scratch), counts that end in a short
+# chunk, both kinds in one call, the table's choices and forced hier.
+coll_hier_test(coll_hier_bigchunk_2x2 4 0,0,1,1 "MSCCLPP_ALGO_CPU_SCRATCH=4194304" -c ${_hier_colls} -d float,int8
+               -o sum,max -n 300001)
+coll_hier_test(coll_hier_bigchunk_forced_2x1 2 0,1 "${_hier_forced};MSCCLPP_ALGO_CPU_SCRATCH=4194304" -c ${_hier_colls}
+               -d bfloat16 -o sum -n 700001)

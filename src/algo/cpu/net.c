@@ -154,6 +154,7 @@ mscclppResult_t cpu_connect(struct cpu_net* net, int peer) {
   MPP_CHECK_GOTO(mscclppHostSemaphoreCreate(comm, p->conn, &p->ack), res, fail);
   MPP_CHECK_GOTO(mscclppConnectionTransport(p->conn, &t), res, fail);
   p->remote_inbox = NULL;
+  p->stream_src = t == mscclppTransportTCP;
   if (t == mscclppTransportSHM) {
     void* base = NULL;
     MPP_CHECK_GOTO(mscclppRegMemInfo(p->remote, &base, NULL, NULL), res, fail);
@@ -162,7 +163,7 @@ mscclppResult_t cpu_connect(struct cpu_net* net, int peer) {
   p->sent = p->acked = p->recvd = 0;
   p->ready = 1;
   LOG_INFO_(LOG_SUB_ALGO, "collectives: pipe to rank %d over %s%s", peer, transport_name(t),
-            p->remote_inbox ? " (direct writes)" : "");
+            p->remote_inbox ? " (direct writes)" : p->stream_src ? " (sent from the source)" : "");
   return mscclppSuccess;
 fail:
   pipe_release(p);

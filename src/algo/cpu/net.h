@@ -55,6 +55,7 @@ struct cpu_pipe {
   mscclppHostSemaphore_t data, ack;
   mscclppRegMem_t remote; /* the peer's scratch, imported */
   char* remote_inbox;     /* this rank's inbox in the peer's scratch when mapped here (shm), else NULL */
+  int stream_src;         /* tcp: a chunk's data is sent from where it is (no copy into the staging slot) */
   uint64_t remote_off;    /* offset of that inbox in the peer's scratch */
   char* inbox;            /* the peer's inbox in this rank's scratch */
   uint64_t sent, acked, recvd;

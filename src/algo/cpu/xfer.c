@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "algo/cpu/net.h"
+#include "core/connection.h"
 #include "util/err.h"
 
 struct chunk_hdr cpu_hdr(const struct algo_args* a, uint64_t offset, size_t bytes) {
@@ -65,7 +66,31 @@ mscclppResult_t cpu_send_commit(struct cpu_net* net, struct cpu_pipe* p, const s
   return mscclppSuccess;
 }
 
+/* tcp, chunks of CPU_STREAM_SRC_MIN bytes or more: the chunk's data goes from src itself into the
+ * peer's slot, then its header, then the signal, all in order on the connection's one stream (tcp
+ * sends before its write returns), so no copy into the staging slot. Smaller chunks keep the one
+ * write of header and data together (one message less). On 2 CPU ranks of 2 stand-in hosts of a
+ * 64-core machine (16 MiB, two rounds): allreduce 15.8 / 13.7 -> 11.1 / 13.4 ms, reducescatter
+ * 14.7 / 13.8 -> 11.7 / 12.1, allgather 5.5 / 5.6 -> 4.7 / 6.6 (docs/measurements.md). */
+#define CPU_STREAM_SRC_MIN (256u << 10)
+static mscclppResult_t send_from_source(struct cpu_net* net, struct cpu_pipe* p, const struct chunk_hdr* h,
+                                        const void* src) {
+  while (p->sent - p->acked >= CPU_NSLOTS) {
+    MPP_CHECK(wait_sem(net, p, p->ack, "acknowledge", p->acked));
+    p->acked++;
+  }
+  struct chunk_hdr hdr = *h;
+  hdr.seq = p->sent;
+  uint64_t at = p->remote_off + slot_index(p->sent) * net->slot;
+  MPP_CHECK(cpu_net_break(net, connection_write_host(p->conn, p->remote, at + CPU_HDR_BYTES, src, hdr.bytes)));
+  MPP_CHECK(cpu_net_break(net, connection_write_host(p->conn, p->remote, at, &hdr, sizeof(hdr))));
+  MPP_CHECK(cpu_net_break(net, mscclppHostSemaphoreSignal(p->data)));
+  p->sent++;
+  return mscclppSuccess;
+}
+
 mscclppResult_t cpu_send(struct cpu_net* net, struct cpu_pipe* p, const struct chunk_hdr* h, const void* src) {
+  if (p->stream_src && h->bytes >= CPU_STREAM_SRC_MIN) return send_from_source(net, p, h, src);
   void* data;
   MPP_CHECK(cpu_send_begin(net, p, &data));
   memcpy(data, src, h->bytes);
