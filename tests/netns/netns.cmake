@@ -57,3 +57,21 @@ if(MSCCLPP_HAVE_LIBFABRIC)
                        "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_NET_STAGE_HOST=1;MSCCLPP_ALGO_CPU_SCRATCH=4096")
   set_tests_properties(netns_kill_net_staged_4x1 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_NET_STAGE_HOST=1")
 endif()
+
+# Port channels (the proxy's puts, signals and flushes, every byte checked) and plans of the corpus
+# (a pipelined ring over memory channels; the DSL's LL allreduce whose packets cross port channels)
+# between namespace hosts, over tcp and over net.
+set(_netns_plans ${CMAKE_CURRENT_BINARY_DIR}/plans)
+netns_test(netns_proxy_tcp_2x1 2 1 $<TARGET_FILE:proxy_cpu> tcp 20)
+netns_test(netns_plan_2x2 2 2 $<TARGET_FILE:mscclpp-plan> run ${_netns_plans}/allreduce_ring_pipeline_n4.json
+           ${_netns_plans}/dsl_allreduce_port_ppkt_n4.json -n 4 --cpu --size 4096,1000,200000 --iters 2)
+set_tests_properties(netns_plan_2x2 PROPERTIES FIXTURES_REQUIRED plan_corpus
+                     ENVIRONMENT "MSCCLPP_EXEC_TIMEOUT_MS=30000;MSCCLPP_LOG_LEVEL=error")
+if(MSCCLPP_HAVE_LIBFABRIC)
+  netns_test(netns_proxy_net_2x1 2 1 $<TARGET_FILE:proxy_cpu> net 20)
+  netns_test(netns_plan_net_2x2 2 2 $<TARGET_FILE:mscclpp-plan> run ${_netns_plans}/allreduce_ring_pipeline_n4.json
+             ${_netns_plans}/dsl_allreduce_port_ppkt_n4.json -n 4 --cpu --size 4096,1000,200000 --iters 2)
+  set_tests_properties(netns_proxy_net_2x1 PROPERTIES ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on")
+  set_tests_properties(netns_plan_net_2x2 PROPERTIES FIXTURES_REQUIRED plan_corpus
+                       ENVIRONMENT "MSCCLPP_NET_TRANSPORT=on;MSCCLPP_EXEC_TIMEOUT_MS=30000;MSCCLPP_LOG_LEVEL=error")
+endif()
