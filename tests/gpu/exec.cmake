@@ -34,10 +34,11 @@ foreach(pname ${_xh_plans})
       set(_env "${_env};MSCCLPP_NET_TRANSPORT=on")
     endif()
     set_tests_properties(exec_gpu_xh_${tr}_${pname} PROPERTIES LABELS gpu TIMEOUT 120 FIXTURES_REQUIRED plan_corpus
-                         ENVIRONMENT "${_env}")
+                         ENVIRONMENT "${_env}" SKIP_REGULAR_EXPRESSION "--gpu: no usable GPU|--gpu: this build has no CUDA")
   endforeach()
 endforeach()
 add_test(NAME exec_gpu_xh_refused COMMAND mscclpp-plan run ${CMAKE_CURRENT_BINARY_DIR}/plans/allreduce_allpairs_memory_n4.json
          -n 4 --gpu --hosts 2 --size 4096 --iters 1)
 set_tests_properties(exec_gpu_xh_refused PROPERTIES LABELS gpu TIMEOUT 60 FIXTURES_REQUIRED plan_corpus
-                     PASS_REGULAR_EXPRESSION "memory channel to gpu [23], which is on another host")
+                     PASS_REGULAR_EXPRESSION "memory channel to gpu [23], which is on another host"
+                     SKIP_REGULAR_EXPRESSION "--gpu: no usable GPU|--gpu: this build has no CUDA")
