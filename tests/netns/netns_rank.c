@@ -11,7 +11,10 @@
  *     Allreduces in a loop (checked); the victim, after a few, writes its pid to
  *     $NETNS_DIR/victim.pid and goes on until netns_hosts.sh kills it or cuts its host's link.
  *     Every other rank's failing call must fail within 2 s of that event ($NETNS_DIR/event) naming
- *     the victim; a victim that survives (link cut) must fail within the same bound. */
+ *     the victim; a victim that survives (link cut) must fail within the same bound. Each rank also
+ *     prints how long its most starved thread waited for a CPU during the failing call, so that a
+ *     late failure on a loaded machine says whether the rank could run at all. */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <unistd.h>
@@ -52,6 +55,44 @@ static void probe(int rph) {
   printf("netns_rank: rank %d of %d: local %d of %d; shm in the host, tcp across\n", rank, n, lrank, lsize);
 }
 
+/* Run-queue waits of this process's threads (/proc/self/task/TID/schedstat, 2nd field: ns spent
+ * runnable but not running), to tell a late failure caused by a starved machine from a slow
+ * detection: the bound is wall time, and a thread that gets no CPU cannot notice anything. */
+#define MAX_TASKS 64
+struct runq {
+  int n, tid[MAX_TASKS];
+  unsigned long long wait_ns[MAX_TASKS];
+};
+
+static void runq_read(struct runq* q) {
+  q->n = 0;
+  DIR* d = opendir("/proc/self/task");
+  for (struct dirent* e; d && (e = readdir(d)) != NULL && q->n < MAX_TASKS;) {
+    char path[64];
+    unsigned long long run, wait;
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof(path), "/proc/self/task/%.16s/schedstat", e->d_name);
+    FILE* f = fopen(path, "re");
+    if (f && fscanf(f, "%llu %llu", &run, &wait) == 2) q->tid[q->n] = atoi(e->d_name), q->wait_ns[q->n++] = wait;
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+}
+
+/* The longest run-queue wait any one thread had since `since` was read, in seconds. */
+static double runq_max_since(const struct runq* since) {
+  struct runq now;
+  runq_read(&now);
+  unsigned long long worst = 0;
+  for (int i = 0; i < now.n; i++) {
+    unsigned long long base = 0;
+    for (int j = 0; j < since->n; j++)
+      if (since->tid[j] == now.tid[i]) base = since->wait_ns[j];
+    if (now.wait_ns[i] - base > worst) worst = now.wait_ns[i] - base;
+  }
+  return (double)worst * 1e-9;
+}
+
 /* The event's time from $NETNS_DIR/event (written when the harness's kill or cut returned). */
 static double event_time(const char* dir) {
   double t = netns_event_time(dir);
@@ -71,17 +112,26 @@ static void announce(const char* dir) {
 }
 
 /* A failed call: names the victim (survivors) and came within the bound of the event. */
-static int judge(mscclppComm_t comm, int rank, int victim, mscclppResult_t res, const char* dir) {
-  double at = netns_boot_now();
+static int judge(mscclppComm_t comm, int rank, int victim, mscclppResult_t res, const char* dir,
+                 const struct runq* call_start) {
+  double at = netns_boot_now(), starved = runq_max_since(call_start);
   char e[1024], who[32];
   snprintf(e, sizeof(e), "%s", mscclppGetLastError());
   mscclppCommAbort(comm); /* at once, as an application does */
   double late = at - event_time(dir);
-  printf("netns_rank: rank %d failed %.2f s after the event: %s\n", rank, late, e);
+  printf("netns_rank: rank %d failed %.2f s after the event (a thread of it waited up to %.2f s for a CPU): %s\n",
+         rank, late, starved, e);
   CHECK_MSG(res == mscclppRemoteError || res == mscclppTimeout, "rank %d: allreduce returned %d: %s", rank, (int)res, e);
   snprintf(who, sizeof(who), "rank %d ", victim);
   CHECK_MSG(rank == victim || strstr(e, who) != NULL, "rank %d: the error does not name rank %d: %s", rank, victim, e);
-  CHECK_MSG(late < DETECT_LIMIT_S, "rank %d: failed %.2f s after the event (limit %.1f s)", rank, late, DETECT_LIMIT_S);
+  double load = 0;
+  FILE* la = fopen("/proc/loadavg", "re");
+  if (la && fscanf(la, "%lf", &load) != 1) load = 0;
+  if (la) fclose(la);
+  CHECK_MSG(late < DETECT_LIMIT_S,
+            "rank %d: failed %.2f s after the event (limit %.1f s); during the failing call a thread of this rank "
+            "waited up to %.2f s for a CPU (load average %.1f)",
+            rank, late, DETECT_LIMIT_S, starved, load);
   usleep(1000000); /* the others fail on their own, not from our exit */
   return 0;
 }
@@ -95,11 +145,13 @@ static int fail_loop(int victim) {
   static float in[FAIL_COUNT], out[FAIL_COUNT];
   for (int i = 0; i < FAIL_COUNT; i++) in[i] = (float)rank;
   double ready_at = -1;
+  static struct runq call_start; /* zero before iteration 5: the whole run is the window */
   for (int it = 0;; it++) {
     if (rank == victim && it == 5) announce(dir);
     if (it == 5) ready_at = tmp_now();
+    if (it >= 5) runq_read(&call_start);
     mscclppResult_t res = mscclppAllReduce(in, out, FAIL_COUNT, mscclppFloat, mscclppSum, comm, NULL);
-    if (res != mscclppSuccess) return judge(comm, rank, victim, res, dir);
+    if (res != mscclppSuccess) return judge(comm, rank, victim, res, dir, &call_start);
     float want = (float)n * (float)(n - 1) / 2.0f;
     CHECK_MSG(out[7] == want, "rank %d: iteration %d: out[7] = %g, expected %g", rank, it, (double)out[7], (double)want);
     CHECK_MSG(ready_at < 0 || tmp_now() - ready_at < 20.0, "rank %d: the victim's fate was never noticed", rank);
