@@ -11,7 +11,7 @@
 #include "util/err.h"
 
 mscclppResult_t algo_health(struct mscclppComm* comm, const char* who) {
-  if (comm->boot) {
+  if (comm->boot && bootstrap_faulted(comm->boot)) { /* no lock on the per-call path */
     mscclppResult_t res = bootstrap_health(comm->boot);
     if (res != mscclppSuccess) return MPP_ERR(res, "%s: %s", who, err_copy().text);
   }

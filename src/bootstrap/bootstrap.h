@@ -81,6 +81,9 @@ void bootstrap_abort(struct bootstrap* b);
  * (SystemError when it is this rank's own failure). Takes a lock: cheap. Works across hosts and
  * PID namespaces (it comes from the ring's sockets, see liveness.c). */
 mscclppResult_t bootstrap_health(struct bootstrap* b);
+/* Nonzero once bootstrap_health would fail (a death or failure was learnt of); no lock taken, for
+ * the collectives' per-call check. */
+int bootstrap_faulted(struct bootstrap* b);
 /* After a connection to peer ended: waits up to grace_ms for b to learn why. The error naming the
  * rank that died or failed (which may be another one than peer: the one that died first), or peer's
  * departure; Success when b learnt nothing (the caller's own error stands). */

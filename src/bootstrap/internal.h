@@ -12,6 +12,7 @@
 #define MPP_BOOTSTRAP_INTERNAL_H_
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "bootstrap/bootstrap.h"
@@ -83,6 +84,7 @@ struct bootstrap {
   int ring_busy;     /* an allgather or barrier is using the ring sockets */
   int prev_has_data; /* rank-1's next operation has begun arriving: left for the ring code */
   struct boot_notice fault; /* the first death or failure learnt of (type 0: none) */
+  _Atomic int faulted;      /* fault.type is set: read without the lock (bootstrap_faulted) */
   int own_cause;            /* errno told with this rank's own FAILED notice (abort: a shortage's) */
   uint64_t shortages_at_start; /* err_shortages() when this bootstrap began */
   int ring_left;            /* a rank whose departure broke the ring, else -1 */

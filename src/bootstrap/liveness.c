@@ -76,6 +76,8 @@ void boot_adopt(struct bootstrap* b, const struct boot_notice* n, int next_at_bo
   }
   if (!b->fault.type) {
     b->fault = *n;
+    /* release: a caller that sees faulted set and then takes the lock reads fault as written */
+    atomic_store_explicit(&b->faulted, 1, memory_order_release);
     char why[256];
     log_msg(LOG_WARN, LOG_SUB_BOOTSTRAP, "bootstrap rank %d: %s", b->rank, boot_fault_text(b, &b->fault, why, sizeof(why)));
   }
@@ -210,6 +212,8 @@ int boot_wait_notice(struct bootstrap* b, int fd, int grace_ms, struct boot_noti
   }
   return 0;
 }
+
+int bootstrap_faulted(struct bootstrap* b) { return atomic_load_explicit(&b->faulted, memory_order_acquire); }
 
 mscclppResult_t bootstrap_health(struct bootstrap* b) {
   pthread_mutex_lock(&b->mu);

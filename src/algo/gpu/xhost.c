@@ -60,7 +60,6 @@ mscclppResult_t xh_get(struct algo_comm* ac, struct gpu_xhost** out) {
     x->ac = ac, x->lay = lay, x->nhosts = lay->nhosts;
     x->host = lay->host_of[ac->rank], x->lrank = lay->local_of[ac->rank], x->lsize = hier_size(lay, x->host);
     x->uniform = 1;
-    pthread_mutex_init(&x->pool_lock, NULL);
     for (int h = 0; h < lay->nhosts; h++)
       if (hier_size(lay, h) != x->lsize) x->uniform = 0;
     ac->xh = x;
@@ -201,20 +200,22 @@ mscclppResult_t xh_h2d(void* dev, size_t dpitch, const void* host, size_t hpitch
   return copy2d(dev, dpitch, host, hpitch, width, rows, cudaMemcpyHostToDevice, stream);
 }
 
-/* Returns s to the idle records (a host function's last touch of it, or a step never queued). */
+/* Returns s to the pool (a host function's last touch of it): pushed onto x->returned without a
+ * lock. Only pushes race with each other here (the taker empties the whole stack at once), so a
+ * compare-and-swap on the top suffices. */
 static void step_give_back(struct gpu_xhost* x, struct xh_step* s) {
-  pthread_mutex_lock(&x->pool_lock);
-  s->next = x->idle, x->idle = s;
-  pthread_mutex_unlock(&x->pool_lock);
+  struct xh_step* top = atomic_load_explicit(&x->returned, memory_order_relaxed);
+  do s->next = top; /* release on success: the taker that sees s sees s->next and s's contents */
+  while (!atomic_compare_exchange_weak_explicit(&x->returned, &top, s, memory_order_release, memory_order_relaxed));
 }
 
 /* A step record for the next host step, its ops array at least nops long: an idle one when there
  * is one, so that a call allocates nothing once the pool has grown to what is in flight. */
 static mscclppResult_t step_take(struct gpu_xhost* x, int nops, struct xh_step** out) {
-  pthread_mutex_lock(&x->pool_lock);
+  /* acquire: pairs with the host functions' release pushes; their records are complete */
+  if (x->idle == NULL) x->idle = atomic_exchange_explicit(&x->returned, NULL, memory_order_acquire);
   struct xh_step* s = x->idle;
   if (s != NULL) x->idle = s->next;
-  pthread_mutex_unlock(&x->pool_lock);
   if (s == NULL) {
     s = calloc(1, sizeof(*s));
     if (s == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives across hosts: out of host memory");
@@ -342,7 +343,6 @@ void xh_free(struct gpu_xhost* x, int abort) {
             "were made (the most in flight, and those kept by graphs)", (unsigned long long)atomic_load(&x->step_count),
             (double)atomic_load(&x->step_ns) / 1e6, records);
   free(x->p2p_tmp);
-  pthread_mutex_destroy(&x->pool_lock);
   while (x->retired) {
     struct xh_mem* m = x->retired;
     x->retired = m->next;

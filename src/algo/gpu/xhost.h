@@ -25,7 +25,6 @@
 #ifndef MPP_ALGO_GPU_XHOST_H_
 #define MPP_ALGO_GPU_XHOST_H_
 
-#include <pthread.h>
 #include <stddef.h>
 
 #include <mscclpp/comm.h>
@@ -49,8 +48,9 @@ struct gpu_xhost {
   struct xh_mem* retired;  /* stages replaced by larger ones: steps queued earlier may still use them */
   struct xh_step* all;     /* every step record made (freed at teardown; a captured call's stays in
                             * use for its graph's later runs, an eager one's goes back to idle) */
-  struct xh_step* idle;    /* records free for the next eager step, under pool_lock */
-  pthread_mutex_t pool_lock; /* the calling thread takes records, host functions give them back */
+  struct xh_step* idle;    /* records free for the next eager step: the calling thread's own list */
+  _Atomic(struct xh_step*) returned; /* records host functions gave back (a stack they push onto;
+                                      * the calling thread takes all of it at once) */
   _Atomic unsigned long long step_count, step_ns; /* host steps run and their time (logged at teardown) */
   struct p2p_op* p2p_tmp;  /* a group's staged ops, built on the calling thread (p2p_cap long) */
   int p2p_cap;
