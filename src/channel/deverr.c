@@ -23,6 +23,16 @@ mscclppResult_t mscclppCommGetDeviceError(mscclppComm_t comm, mscclppDeviceError
   return mscclppSuccess;
 }
 
+int chan_ext_device_record(const struct chan_ext* x, char* buf, size_t len) {
+  buf[0] = '\0';
+  /* Acquire: pairs with the failing wait's release store of flag = 1; the fields are complete. */
+  if (x == NULL || x->rec_host == NULL || __atomic_load_n(&x->rec_host->flag, __ATOMIC_ACQUIRE) != 1) return 0;
+  mscclppDeviceError e = *(volatile mscclppDeviceError*)x->rec_host;
+  e.flag = 1;
+  if (mscclppDeviceErrorString(&e, buf, len) != mscclppSuccess) buf[0] = '\0';
+  return 1;
+}
+
 mscclppResult_t mscclppCommClearDeviceError(mscclppComm_t comm) {
   err_clear();
   COMM_CHECK(comm);

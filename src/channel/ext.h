@@ -75,6 +75,9 @@ void chan_ext_depend(struct chan_ext* x, struct chan_dependent* d);
 void chan_ext_undepend(struct chan_ext* x, struct chan_dependent* d);
 /* The state if it exists, else NULL (never makes one). */
 struct chan_ext* chan_ext_find(struct mscclppComm* comm);
+/* 1, with the record's text in buf ("" when it cannot be worded), once a bounded device wait of
+ * the communicator ran out; 0 (buf "") before. No lock: an atomic read of the record's flag. */
+int chan_ext_device_record(const struct chan_ext* x, char* buf, size_t len);
 
 /* Fills a wait info for waits of this rank on peer through channel. */
 void ext_wait_info(const struct chan_ext* x, int peer, int channel, mscclppWaitInfo* w);

@@ -143,15 +143,6 @@ mscclppResult_t xg_break(struct xg_state* st, mscclppResult_t res) {
   return res;
 }
 
-/* "rank 1 waited for rank 0 on channel 3: ..." from the channels' device-error record, or "". */
-static void device_record(struct xg_state* st, char* buf, size_t len) {
-  buf[0] = '\0';
-  if (__atomic_load_n(&st->x->rec_host->flag, __ATOMIC_ACQUIRE) != 1) return;
-  mscclppDeviceError e = *(volatile mscclppDeviceError*)st->x->rec_host;
-  e.flag = 1;
-  if (mscclppDeviceErrorString(&e, buf, len) != mscclppSuccess) buf[0] = '\0';
-}
-
 mscclppResult_t xg_check(struct xg_state* st) {
   if (st->broken) return MPP_ERR((mscclppResult_t)st->broken, "GPU executor: an earlier setup failed: %s", st->broken_msg);
   /* Acquire: pairs with the failing block's release store of flag; the fields are complete. */
@@ -166,7 +157,7 @@ mscclppResult_t xg_check(struct xg_state* st) {
                      "the communicator's executor cannot run plans any more",
                      file, st->rank, e.block, e.op, (unsigned)e.code, plan_op_name(e.code));
     char dev[320];
-    device_record(st, dev, sizeof(dev));
+    (void)chan_ext_device_record(st->x, dev, sizeof(dev)); /* "rank 1 waited for rank 0 on channel 3: ..." */
     return MPP_ERR(e.what == XG_FAIL_TIMEOUT ? mscclppTimeout : mscclppRemoteError,
                    "%s: rank %d block %d op %d (%s) of call %llu %s%s%s; the communicator's executor cannot run plans "
                    "any more", file, st->rank, e.block, e.op, plan_op_name(e.code), (unsigned long long)e.launch,
