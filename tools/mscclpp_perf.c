@@ -54,6 +54,7 @@ struct opts {
   size_t minb, maxb, stepb;
   double factor;
   int iters, warmup, check, root, graphs, kind, nccl;
+  int cputime; /* -C 1: report the host time of issuing the calls */
   int nccl_symm; /* --nccl-symm: NCCL on symmetric windows too (sets nccl) */
   int average; /* -a: 0 rank 0's time, 1 the mean over ranks, 2 the least, 3 the largest (default) */
   int timeout; /* -T: seconds the whole run may take (0: no bound) */
@@ -96,7 +97,8 @@ static const struct cli_opt perf_opts[] = {
     {"-p, --parallel_init", "0|1", "taken and ignored (every process initializes its own rank)"},
     {"-z, --blocking", "0", "nccl-tests' blocking modes: only 0 (calls are timed back to back)"},
     {"-y, --stream_null", "0", "only 0 (calls go on the rank's own stream)"},
-    {"-C, --report_cputime", "0", "only 0 (times are wall clock to the end of the calls)"},
+    {"-C, --report_cputime", "0|1", "1: the time reported is the host's, issuing the calls (eager: the calls\n"
+                                    "alone; -G: the graph launches), not the wall clock to the calls' end"},
     {"-S, --report_timestamps", "0", "only 0"},
     {"-R, --local_register", "0", "only 0 (buffers are not registered; --nccl-symm is nccl-tests' -R 2 for NCCL)"},
     {"-M, --memory", "0", "only 0 (no memory report)"},
@@ -240,7 +242,6 @@ static void parse_compat(int c, const char* v) {
     case 'p': parse_int("-p", v, 0, 1); break;
     case 'z': only_value("-z", v, 0, "calls are timed back to back (nccl-tests' -z 0)"); break;
     case 'y': only_value("-y", v, 0, "calls go on the rank's own stream"); break;
-    case 'C': only_value("-C", v, 0, "no CPU-time report; times are wall clock to the calls' end"); break;
     case 'S': only_value("-S", v, 0, "no timestamps"); break;
     case 'R': only_value("-R", v, 0, "our buffers need no registration (--nccl-symm times NCCL on symmetric windows)"); break;
     case 'M': only_value("-M", v, 0, "no memory report"); break;
@@ -268,6 +269,7 @@ static void parse_one(int c, const char* v, struct opts* o) {
       if (o->stepb == 0) bad_usage("-i must be at least 1 byte, got '%s'", v);
       break;
     case 'n': o->iters = parse_int("-n", v, 1, 1 << 30); break;
+    case 'C': o->cputime = parse_int("-C", v, 0, 1); break;
     case 'w': o->warmup = parse_int("-w", v, 0, 1 << 30); break;
     case 'c': o->check = parse_int("-c", v, 0, 1 << 30) > 0; break;
     case 'd': o->dtypes = parse_dtypes(v); break;
@@ -663,8 +665,9 @@ static double timed_loop(struct bench* b, int impl, const struct shape* s, int i
     MPP_OK(b, mscclppBootstrapBarrier(b->comm));
     double t0 = now_s();
     for (int g = 0; g < b->o.graphs; g++) CUDA_OK(b, cudaGraphLaunch(exec, (cudaStream_t)b->stream));
+    double issued = now_s();
     sync_rank(b);
-    double t = (now_s() - t0) / ((double)b->o.graphs * b->o.iters);
+    double t = ((b->o.cputime ? issued : now_s()) - t0) / ((double)b->o.graphs * b->o.iters);
     cudaGraphExecDestroy(exec);
     return t;
   }
@@ -672,8 +675,9 @@ static double timed_loop(struct bench* b, int impl, const struct shape* s, int i
   MPP_OK(b, mscclppBootstrapBarrier(b->comm));
   double t0 = now_s();
   for (int i = 0; i < b->o.iters; i++) run_once(b, impl, s, inplace, op);
+  double issued = now_s();
   sync_rank(b);
-  return (now_s() - t0) / b->o.iters;
+  return ((b->o.cputime ? issued : now_s()) - t0) / b->o.iters;
 }
 
 /* One call for the check, the way the timing ran it: captured into a graph and run once under -G
@@ -710,7 +714,12 @@ static struct result measure(struct bench* b, int impl, const struct shape* s, i
     drop_op(b, impl, op);
     return (struct result){0};
   }
-  for (int i = 1; i < b->o.warmup; i++) run_once(b, impl, s, inplace, op);
+  /* Warm-up in two halves with every rank synchronized between: what the first calls set up for
+   * their peers (e.g. eager zero copy's announcements of buffers) is taken up in the second. */
+  for (int i = 1; i < b->o.warmup; i++) {
+    if (i == (b->o.warmup + 1) / 2) sync_rank(b);
+    run_once(b, impl, s, inplace, op);
+  }
   sync_rank(b);
   double t = timed_loop(b, impl, s, inplace, op);
   uint64_t wrong = 0;

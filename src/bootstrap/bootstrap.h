@@ -47,6 +47,9 @@ mscclppResult_t bootstrap_barrier(struct bootstrap* b);
 /* Messages between a pair with one tag arrive in order; recv's size must equal send's. */
 mscclppResult_t bootstrap_send(struct bootstrap* b, int peer, int tag, const void* data, size_t size);
 mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* data, size_t size);
+/* bootstrap_recv without waiting: *got = 1 and the message in data when one from peer with tag
+ * is queued, else *got = 0 (Success). */
+mscclppResult_t bootstrap_try_recv(struct bootstrap* b, int peer, int tag, void* data, size_t size, int* got);
 
 /* Swaps size bytes with peer under tag: the lower rank sends first, so that neither blocking nor
  * buffered sends can deadlock. */

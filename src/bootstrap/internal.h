@@ -106,6 +106,7 @@ struct bootstrap {
   uint64_t tick_ns;                        /* the last silence tick */
   mscclppResult_t progress_err; /* set when the progress thread died */
   struct boot_msg *q_head, *q_tail;
+  _Atomic uint64_t nqueued;         /* messages in the queue (changed under mu; read without it by try_recv) */
   uint64_t queued_bytes, queue_cap; /* unreceived message bytes (incl. ones being read) and the cap */
   struct boot_waiter* waiters;      /* recvs waiting now */
   int32_t* paused_tag;              /* [nranks]: tag of the message of that peer held back by the cap */

@@ -41,6 +41,7 @@ void boot_enqueue(struct bootstrap* b, struct boot_msg* m) {
   else
     b->q_head = m;
   b->q_tail = m;
+  atomic_fetch_add_explicit(&b->nqueued, 1, memory_order_relaxed);
   pthread_cond_broadcast(&b->cv);
   pthread_mutex_unlock(&b->mu);
 }
@@ -65,6 +66,7 @@ static struct boot_msg* dequeue(struct bootstrap* b, int peer, int tag) {
     else
       b->q_head = m->next;
     if (b->q_tail == m) b->q_tail = prev;
+    atomic_fetch_sub_explicit(&b->nqueued, 1, memory_order_relaxed);
     b->queued_bytes -= m->cap;
     if (b->nheld > 0) boot_progress_wake(b); /* room for a held-back connection */
     return m;
@@ -183,6 +185,25 @@ static mscclppResult_t take(struct boot_msg* m, void* data, size_t size, const c
   free(m->data);
   free(m);
   return res;
+}
+
+mscclppResult_t bootstrap_try_recv(struct bootstrap* b, int peer, int tag, void* data, size_t size, int* got) {
+  MPP_CHECK_ARG(b != NULL && got != NULL, "bootstrap_try_recv: bootstrap or got is NULL");
+  MPP_CHECK_ARG(peer >= 0 && peer < b->nranks, "bootstrap_try_recv: peer %d outside [0, %d)", peer, b->nranks);
+  MPP_CHECK_ARG(data != NULL || size == 0, "bootstrap_try_recv: data is NULL for %zu bytes", size);
+  *got = 0;
+  /* No lock while nothing is queued (the per-call case): a message enqueued just now is found by
+   * the next try. (A connection is held back only behind queued messages: the queue's cap.) */
+  if (atomic_load_explicit(&b->nqueued, memory_order_relaxed) == 0) return mscclppSuccess;
+  pthread_mutex_lock(&b->mu);
+  struct boot_msg* m = dequeue(b, peer, tag);
+  if (m == NULL && b->nheld > 0) boot_progress_wake(b); /* a held-back message may be this one */
+  pthread_mutex_unlock(&b->mu);
+  *got = m != NULL;
+  if (m == NULL) return mscclppSuccess;
+  char who[128];
+  boot_peer_str(b, peer, who, sizeof(who));
+  return take(m, data, size, who);
 }
 
 mscclppResult_t bootstrap_recv(struct bootstrap* b, int peer, int tag, void* data, size_t size) {

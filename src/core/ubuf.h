@@ -20,6 +20,7 @@ struct mscclppComm;
 struct ubuf_reg {
   char* base;
   uint64_t size, buf_id, id; /* id: never reused in this cache, names it to peers */
+  uint64_t aseq;             /* the GPU collectives' announcement of it (algo/gpu/ezc.c); 0: none yet */
   mscclppRegMem_t mem;
   uint8_t blob[MSCCLPP_REGMEM_BLOB_BYTES];
   uint32_t blob_len;

@@ -13,6 +13,10 @@
  *                        zcg: zc on a blocking stream captured in global mode (the strictest)
  *                        zcw / zcwc / zcr: zc eagerly on windows (zcwc: checked) / registered buffers
  *                        st / stg / stp: the staged algorithms eager / captured / with a small stage
+ *                        (st: eager calls go zero copy once every rank's buffers are announced)
+ *                        stn: st with eager zero copy off (every call through the stage)
+ *                        stm: st with the last rank moving to fresh buffers now and then, so that
+ *                        calls its peers cannot map yet stay staged while the others go zero copy
  *                        xh / xhg: 2 stand-in hosts (MSCCLPP_HOSTID: ranks 0..n/2-1 and the rest),
  *                        the table's cross-host algorithms eager / captured; xhh: the host family
  *                        forced on interleaved hosts (host = rank % 2); xhp: the table with 4 KiB
@@ -50,6 +54,9 @@ static struct {
   int windows; /* send and recv are registered windows: eager calls take the zero-copy algorithms */
   int registered; /* send and recv are local registrations: eager calls swap and take zero copy */
   int staged; /* the staged algorithms (any call) */
+  int moving; /* stm: the last rank moves to fresh buffers every MOVE_EVERY batches */
+  char* old[32]; /* stm: buffers moved from (freed at the end) */
+  int nold;
   int xhost; /* ranks on 2 stand-in hosts */
   enum cudaStreamCaptureMode mode;
 } g = {.rank = -1};
@@ -141,8 +148,26 @@ static uint64_t zc_launches(void) {
   return ac->gnet ? ac->gnet->graph_launches : 0;
 }
 
+/* stm: the last rank's next buffers, every MOVE_EVERY batches (up to 15 moves: 30 buffers). */
+#define MOVE_EVERY 37
+static void maybe_move(void) {
+  static long batches = 0;
+  if (!g.moving || g.rank != g.n - 1 || ++batches % MOVE_EVERY != 0 || g.nold + 2 > 30) return;
+  g.old[g.nold++] = g.send, g.old[g.nold++] = g.recv;
+  CUDA_OK(cudaMalloc((void**)&g.send, g.cap));
+  CUDA_OK(cudaMalloc((void**)&g.recv, g.cap));
+}
+
+/* Staged launches that went zero copy on this rank so far. */
+static uint64_t ezc_hits(void) {
+  struct algo_comm* ac = NULL;
+  CHECK_OK(algo_comm_get(g.comm, &ac));
+  return ac->gnet ? gpu_ezc_hits(ac->gnet) : 0;
+}
+
 /* BATCH calls of one case queued back to back (fresh inputs each), then every output checked. */
 static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
+  maybe_move();
   size_t es = mscclppDataTypeSize((mscclppDataType_t)dtype), slot_bytes = g.cap / BATCH / 64 * 64;
   struct shape s = shape_of(coll, count);
   int root = (int)(count % (size_t)g.n);
@@ -263,12 +288,15 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
     setenv("MSCCLPP_REGISTERED_ZC_MIN", "0", 1);
     g.registered = 1;
-  } else if (strcmp(variant, "st") == 0 || strcmp(variant, "stg") == 0 || strcmp(variant, "stp") == 0) {
+  } else if (strcmp(variant, "st") == 0 || strcmp(variant, "stg") == 0 || strcmp(variant, "stp") == 0 ||
+             strcmp(variant, "stn") == 0 || strcmp(variant, "stm") == 0) {
     /* staged: eager (st), captured (stg), and with a small stage (stp: allreduce in pieces, the
      * others' larger calls on the bulk kernel) */
     setenv("MSCCLPP_ALGO", "gpu_allreduce_stage,gpu_allgather_stage,gpu_reducescatter_stage,gpu_alltoall_stage", 1);
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
     if (strcmp(variant, "stp") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
+    if (strcmp(variant, "stn") == 0) setenv("MSCCLPP_ALGO_GPU_EAGER_ZC", "0", 1);
+    g.moving = strcmp(variant, "stm") == 0;
     g.graph = strcmp(variant, "stg") == 0;
     g.staged = 1;
   } else if (strncmp(variant, "xh", 2) == 0) {
@@ -284,7 +312,7 @@ int main(int argc, char** argv) {
     g.graph = strcmp(variant, "xhg") == 0;
     g.xhost = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, xh, xhg, xhh, xhp, xhn)",
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, stn, stm, xh, xhg, xhh, xhp, xhn)",
               variant);
   }
   init();
@@ -307,7 +335,7 @@ int main(int argc, char** argv) {
   static const size_t big[] = {1, 333, 70001, 300007};
   if (g.xhost) check_xhost_selection();
   const size_t* counts = strcmp(variant, "table") == 0 || g.xhost || strncmp(variant, "bulk", 4) == 0 || g.graph || g.windows || g.registered || g.staged ? big : small;
-  uint64_t zc_seen = 0;
+  uint64_t zc_seen = 0, hits_seen = 0;
   int ndt = gpu_rank_env_int("COLL_GPU_DTYPES", (int)(sizeof(dtypes) / sizeof(dtypes[0])));
   for (int coll = 0; coll < ALGO_COLL_SENDRECV; coll++) {
     int allreduce_only = strcmp(variant, "ll2") == 0 || strcmp(variant, "bulk1") == 0;
@@ -322,6 +350,19 @@ int main(int argc, char** argv) {
       CHECK_MSG(z > zc_seen, "rank %d: no %s launch for the %s calls", g.rank, variant, algo_coll_name(coll));
       zc_seen = z;
     }
+    if (g.staged && !g.graph && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
+      /* eager staged calls: zero copy once the buffers are known (st, stm, stp), never with it off */
+      uint64_t h = ezc_hits();
+      int want = strcmp(variant, "stn") != 0;
+      CHECK_MSG(want ? h > hits_seen : h == 0, "rank %d: %s: %llu staged launches went zero copy (%s)", g.rank,
+                algo_coll_name(coll), (unsigned long long)h, want ? "want more than before" : "want none");
+      hits_seen = h;
+    }
+  }
+  if (g.moving) { /* some calls stayed staged while the last rank's new buffers were announced */
+    uint64_t h = ezc_hits(), all = zc_launches();
+    CHECK_MSG(h < all, "rank %d: stm: all %llu staged launches went zero copy", g.rank, (unsigned long long)all);
+    if (g.rank == 0) printf("coll_gpu stm: %llu of %llu staged launches zero copy\n", (unsigned long long)h, (unsigned long long)all);
   }
   if (strcmp(variant, "ll2") != 0 && strcmp(variant, "bulk1") != 0) {
     for (int k = 0; k < 4; k++) run_sendrecv(counts[k]);
@@ -333,6 +374,7 @@ int main(int argc, char** argv) {
   }
   CHECK_OK(mscclppBootstrapBarrier(g.comm));
   cudaFree(g.scal);
+  for (int i = 0; i < g.nold; i++) cudaFree(g.old[i]);
   cudaFree(g.send);
   cudaFree(g.recv);
   free(g.host);

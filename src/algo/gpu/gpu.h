@@ -10,6 +10,8 @@
  *                           (parity, from) holds step k (k mod 2 == parity) of rank `from`; block b
  *                           of a bulk kernel owns bytes [b * bulk_slot / nblocks, +bulk_slot / nblocks)
  *                           of every inbox (see bulk.cu)
+ *   [meta_off, +nranks x EZC_DESC_BYTES) meta region: slot `from` holds rank from's descriptor of
+ *                           the current staged call (struct ezc_desc, zc.cu)
  * Every rank uses the same geometry (the parameters must agree; checked when the channels are made). */
 #ifndef MPP_ALGO_GPU_GPU_H_
 #define MPP_ALGO_GPU_GPU_H_
@@ -78,17 +80,57 @@ struct gx_plan {
  *   GX_COPY    part q (send_off[q], send_len[q]) of src goes to rank q's output at recv_off[rank]
  *   GX_REDUCE  every rank's input at send_off[rank] (recv_len[rank] bytes) reduces, in rank order,
  *              into dst + red_off, and with put_reduced also into every peer's output there */
+/* Eager zero copy (ezc.c): a staged call goes zero copy when every rank's buffers of the call are
+ * mapped on every peer. Each rank announces each allocation it passes to a staged call once
+ * (announcement sequence number aseq = 1, 2, ...: the allocation's row in the peers' tables); a
+ * peer imports announcements in order at its next call and records the mapping at row aseq of its
+ * device table before the kernel that may use it (stream order). The kernel learns every rank's
+ * descriptor in the opening round and goes zero copy when every rank has seen every peer's
+ * announcements the call names; all ranks compute that from the same descriptors, so all agree. */
+#define EZC_SLOTS 4096 /* announcements per rank a peer keeps (later allocations stay staged) */
+struct ezc_entry {
+  char* base; /* the announced allocation as mapped here */
+  uint64_t size;
+};
+/* What a rank writes into every peer's meta region (at its rank's slot) before the opening round. */
+struct ezc_desc {
+  uint64_t in_aseq, out_aseq;         /* the allocations holding this call's input and output */
+  uint64_t in_off, out_off;           /* the buffers' offsets in them */
+  uint64_t seen[GPU_MAX_RANKS];       /* rank q's announcements imported here, in order (1..seen[q]) */
+  uint64_t usable;                    /* 0: this rank cannot go zero copy (the whole call stays staged) */
+  uint64_t pad[3];
+};
+#define EZC_DESC_BYTES 128 /* sizeof(struct ezc_desc), the meta region's slot per rank */
+
 struct gx_zc {
   const char* peer_src[GPU_MAX_RANKS]; /* rank q's input (q == rank: the call's own) */
   char* peer_dst[GPU_MAX_RANKS];       /* rank q's output */
   uint64_t chunk;                      /* bytes of each part per block, a multiple of 16 */
   int put_reduced;
   int staged; /* 1: a staged call (stage.c): peer_src / peer_dst of the peers are their stages */
+  int ezc;    /* staged and eager: zero copy when every rank's descriptor allows (ezc.c) */
+  const struct ezc_entry* table; /* ezc: device, table[q * EZC_SLOTS + aseq - 1] */
+  uint32_t* hits;                /* ezc: device counter of the launches that went zero copy */
+  struct ezc_desc me;            /* ezc: this rank's descriptor */
+};
+
+/* Host side of eager zero copy (ezc.c). */
+struct ezc_state {
+  struct ezc_entry* table;        /* device, nranks x EZC_SLOTS, zeroed */
+  uint32_t* hits;                 /* device word */
+  uint64_t seen[GPU_MAX_RANKS];   /* announcements of rank q imported here */
+  uint64_t announced;             /* this rank's announcements so far */
+  int stuck[GPU_MAX_RANKS];       /* an announcement of q failed here: q's later ones are ignored */
+  int full_logged;
+  uint64_t calls, prep_ns, drain_ns; /* eager staged launches, the host time their preparation took,
+                                        * and the part of it spent taking announcements */
+  uint64_t launch_ns;                  /* host time of those launches, preparation included */
 };
 
 struct gpu_net {
   struct gpu_dev d;
-  struct ubuf_cache ub; /* the users' buffers of zero-copy calls (zc.c) */
+  struct ubuf_cache ub; /* the users' buffers of zero-copy calls (zc.c, ezc.c) */
+  struct ezc_state ez;
   uint64_t graph_launches; /* zero-copy and staged calls launched (tests check the calls took them) */
   mscclppConnection_t conn[GPU_MAX_RANKS];
   mscclppRegMem_t scratch_reg;
@@ -172,6 +214,21 @@ mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a);
  * non-empty and no premulsum reduction; captured calls off windows swap their buffers'
  * registrations with every peer: a collective step); *go = 0 when the bulk sibling runs it instead (also when some rank's call is
  * an in-place alltoall, agreed in the swap). */
+/* Fills z's eager zero-copy fields for staged call a (not captured): imports the peers' new
+ * announcements (their table rows enqueued on a->stream) and announces this call's allocations on
+ * a miss. Failures to register or import only keep calls staged; a failed send is an error. */
+mscclppResult_t gpu_ezc_prepare(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a, struct gx_zc* z);
+/* Logs (INFO) how many eager staged launches went zero copy and what preparing them cost (at
+ * teardown, after the device is synchronized). */
+void gpu_ezc_report(struct gpu_net* g);
+/* Staged launches that went zero copy on this rank so far (synchronizes the device; for tests). */
+uint64_t gpu_ezc_hits(struct gpu_net* g);
+/* Bytes of call a's input and output on nranks ranks. */
+void gpu_in_out_bytes(int nranks, const struct algo_args* a, uint64_t* in, uint64_t* out);
+/* Offset of the meta region (nranks descriptor slots of EZC_DESC_BYTES) in a rank's scratch. */
+static inline uint64_t gpu_meta_off(const struct gpu_dev* d) {
+  return d->ll_bytes + 2ull * (uint64_t)d->nranks * d->bulk_slot;
+}
 /* Bytes per block of a zero-copy or staged launch whose largest part is maxlen: at least
  * MSCCLPP_ALGO_GPU_ZC_CHUNK, more so that at most nblocks blocks cover the part; a multiple of 16. */
 uint64_t gpu_zc_chunk(const struct gpu_net* g, uint64_t maxlen);

@@ -71,7 +71,7 @@ static mscclppResult_t geometry(struct gpu_net* g, int rank, int nranks) {
 
 /* Scratch (zeroed before any peer can see it), registered, and the device words. */
 static mscclppResult_t alloc_local(struct gpu_net* g, struct mscclppComm* comm) {
-  size_t bytes = (size_t)(g->d.ll_bytes + 2ull * (uint64_t)g->d.nranks * g->d.bulk_slot);
+  size_t bytes = (size_t)(gpu_meta_off(&g->d) + (uint64_t)g->d.nranks * EZC_DESC_BYTES);
   MPP_CHECK(mscclppMemAlloc((void**)&g->d.scratch, bytes, mscclppMemCuda)); /* zeroed */
   MPP_CHECK(mscclppRegisterMemory(comm, g->d.scratch, bytes, &g->scratch_reg));
   void* words = NULL;
@@ -79,6 +79,10 @@ static mscclppResult_t alloc_local(struct gpu_net* g, struct mscclppComm* comm) 
   MPP_CHECK(gpu_zero_sync(words, 64));
   g->d.flag = (uint32_t*)words;
   g->d.done = (uint32_t*)words + 1;
+  g->ez.hits = (uint32_t*)words + 2;
+  size_t table = (size_t)g->d.nranks * EZC_SLOTS * sizeof(struct ezc_entry);
+  MPP_CHECK(gpu_cuda_check(cudaMalloc((void**)&g->ez.table, table), "allocating the eager zero-copy table"));
+  MPP_CHECK(gpu_zero_sync(g->ez.table, table));
   g->hchans = calloc((size_t)g->d.nblocks * (size_t)g->d.nranks, sizeof(mscclppMemoryChannel));
   if (g->hchans == NULL) return MPP_ERR(mscclppSystemError, "GPU collectives: out of host memory");
   return mscclppSuccess;
@@ -181,9 +185,11 @@ void gpu_net_free(struct gpu_net* g) {
   if (g == NULL) return;
   if (g->dev >= 0) cudaSetDevice(g->dev);
   cudaDeviceSynchronize();
+  gpu_ezc_report(g);
   ubuf_fini(&g->ub);
   if (g->d.chans) cudaFree(g->d.chans);
   if (g->d.flag) cudaFree(g->d.flag);
+  if (g->ez.table) cudaFree(g->ez.table);
   for (int q = 0; q < GPU_MAX_RANKS; q++)
     if (g->peer_scratch[q]) mscclppRegMemRelease(g->peer_scratch[q]);
   if (g->scratch_reg) mscclppRegMemRelease(g->scratch_reg);

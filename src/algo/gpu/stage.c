@@ -20,6 +20,7 @@
 #include "algo/gpu/gpu.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/timeutil.h"
 
 #if MSCCLPP_HAVE_CUDA
 
@@ -33,7 +34,8 @@ static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args*
 }
 
 /* One staged launch of call a (its staged buffer fits the stage). */
-static mscclppResult_t stage_launch(struct gpu_net* g, const struct algo_comm* ac, const struct algo_args* a) {
+static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a) {
+  uint64_t t0 = time_now_ns();
   struct gx_plan p[2];
   (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
   struct gx_zc z;
@@ -43,14 +45,16 @@ static mscclppResult_t stage_launch(struct gpu_net* g, const struct algo_comm* a
   z.peer_dst[ac->rank] = (char*)a->recv;
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
   z.staged = 1;
+  if (!a->captured) MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
   z.chunk = gpu_zc_chunk(g, p[0].maxlen);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
   g->graph_launches++;
+  if (z.ezc) g->ez.launch_ns += time_now_ns() - t0;
   return mscclppSuccess;
 }
 
 /* An allreduce larger than the stage: pieces of whole 16-byte groups per rank, each its own call. */
-static mscclppResult_t stage_pieces(struct gpu_net* g, const struct algo_comm* ac, const struct algo_args* a) {
+static mscclppResult_t stage_pieces(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a) {
   uint64_t per = stage_bytes(g) / a->es, align = (uint64_t)ac->nranks * 16;
   per = per / align * align;
   LOG_DEBUG_(LOG_SUB_ALGO, "allreduce (staged): %zu elements in pieces of %llu", a->count, (unsigned long long)per);

@@ -58,8 +58,8 @@ int gpu_stream_captured(void* stream) {
   return cudaStreamIsCapturing((cudaStream_t)stream, &st) == cudaSuccess && st != cudaStreamCaptureStatusNone;
 }
 
-static void in_out_bytes(const struct algo_comm* ac, const struct algo_args* a, uint64_t* in, uint64_t* out) {
-  uint64_t b = (uint64_t)a->count * a->es, n = (uint64_t)ac->nranks;
+void gpu_in_out_bytes(int nranks, const struct algo_args* a, uint64_t* in, uint64_t* out) {
+  uint64_t b = (uint64_t)a->count * a->es, n = (uint64_t)nranks;
   *in = a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_ALLTOALL ? b * n : b;
   *out = a->coll == ALGO_COLL_ALLGATHER || a->coll == ALGO_COLL_ALLTOALL ? b * n : b;
 }
@@ -68,7 +68,7 @@ static void in_out_bytes(const struct algo_comm* ac, const struct algo_args* a, 
 static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, const struct algo_args* a,
                                 struct zc_hello* h) {
   uint64_t inb, outb;
-  in_out_bytes(ac, a, &inb, &outb);
+  gpu_in_out_bytes(ac->nranks, a, &inb, &outb);
   memset(h, 0, sizeof(*h));
   h->magic = ZC_MAGIC, h->coll = (uint32_t)a->coll, h->dtype = (uint32_t)a->dtype, h->count = a->count;
   h->usable = !(a->coll == ALGO_COLL_ALLTOALL && a->send == a->recv); /* api.c refuses partial overlap */

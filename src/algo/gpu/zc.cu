@@ -94,9 +94,83 @@ __device__ void zs_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint
   (void)gx_round(d, true); /* the closing round */
 }
 
+/* Eager zero copy (z.ezc, ezc.c): rank `who`'s descriptor slot in the meta region of the scratch at
+ * base (this rank's or a peer's). */
+__device__ __forceinline__ char* ezc_slot(const gpu_dev& d, char* base, int who) {
+  return base + d.ll_bytes + 2ull * (uint64_t)d.nranks * d.bulk_slot + (uint64_t)who * EZC_DESC_BYTES;
+}
+
+/* Before the opening round: this rank's descriptor into every peer's slot `rank`, 16 bytes per
+ * thread, all stores in flight at once. Every block writes the same bytes, so the round of
+ * whichever block a peer's block pairs with has made them visible to it (the signal releases this
+ * block's stores, ordered before it by the caller's __syncthreads). sd[rank] is the staging copy. */
+__device__ void ezc_post(const gpu_dev& d, const gx_zc& z, ezc_desc* sd) {
+  if (threadIdx.x == 0) sd[d.rank] = z.me;
+  __syncthreads();
+  const int words = EZC_DESC_BYTES / 16;
+  int q = (int)threadIdx.x / words, w = (int)threadIdx.x % words;
+  if (q < d.nranks && q != d.rank)
+    ((uint4*)ezc_slot(d, d.peer_scratch[q], d.rank))[w] = ((const uint4*)&sd[d.rank])[w];
+}
+
+/* After the opening round: every peer's descriptor from the own meta region into sd (16 bytes per
+ * thread, past L1: the peers wrote them over NVLink this launch), and whether the whole call goes
+ * zero copy: every rank can, and every rank has imported every other rank's announcements this
+ * call names. Every block of every rank reads the same descriptors, so all decide alike. When so,
+ * sz gets every rank's buffers as mapped here (from the own table), its chunk and put_reduced. */
+__device__ bool ezc_decide(const gpu_dev& d, const gx_zc& z, gx_zc& sz, ezc_desc* sd) {
+  const int words = EZC_DESC_BYTES / 16;
+  int t = (int)threadIdx.x, q = t / words, w = t % words;
+  if (q < d.nranks && q != d.rank)
+    ((uint4*)&sd[q])[w] = __ldcg((const uint4*)ezc_slot(d, d.scratch, q) + w);
+  if (t == 0) sz.chunk = z.chunk, sz.put_reduced = z.put_reduced;
+  __syncthreads();
+  bool ok = true;
+  if (t < d.nranks) {
+    const ezc_desc& m = sd[t];
+    uint64_t need = m.in_aseq > m.out_aseq ? m.in_aseq : m.out_aseq;
+    ok = m.usable != 0;
+    for (int i = 0; i < d.nranks && ok; i++) ok = i == t || sd[i].seen[t] >= need;
+    if (t == d.rank) {
+      sz.peer_src[t] = z.peer_src[t], sz.peer_dst[t] = z.peer_dst[t];
+    } else if (ok) { /* rows 1..seen[t] of t's part of the table were written before this kernel */
+      const ezc_entry* row = z.table + (uint64_t)t * EZC_SLOTS;
+      const char* in = (const char*)__ldg((const unsigned long long*)&row[m.in_aseq - 1].base);
+      char* out = (char*)__ldg((const unsigned long long*)&row[m.out_aseq - 1].base);
+      sz.peer_src[t] = in + m.in_off, sz.peer_dst[t] = out + m.out_off;
+    }
+  }
+  return __syncthreads_and(ok) != 0;
+}
+
+/* Eager zero copy: descriptors, the opening round, then either the zero-copy body over the users'
+ * buffers and the closing round, or (some rank's buffers not yet known to some peer) the whole
+ * staged body, every block of every rank alike. */
+template <int DT, int OP>
+__device__ void ezc_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
+  __shared__ gx_zc sz;
+  __shared__ __align__(16) ezc_desc sd[GPU_MAX_RANKS];
+  ezc_post(d, z, sd);
+  __syncthreads();
+  if (gx_round(d, true)) return; /* the rank's device-error record says who timed out */
+  if (!ezc_decide(d, z, sz, sd)) {
+    zs_body<DT, OP>(d, p, z, lo);
+    return;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(z.hits, 1u);
+  if (p.mode == GX_COPY) zc_put(d, p, sz, lo);
+  else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, sz, lo);
+  __syncthreads();
+  (void)gx_round(d, true); /* the closing round */
+}
+
 template <int DT, int OP>
 __global__ void __launch_bounds__(GPU_BULK_THREADS) zc_kernel(gpu_dev d, gx_plan p, gx_zc z) {
   uint64_t lo = (uint64_t)blockIdx.x * z.chunk;
+  if (z.ezc) {
+    ezc_body<DT, OP>(d, p, z, lo);
+    return;
+  }
   if (z.staged) {
     zs_body<DT, OP>(d, p, z, lo);
     return;
