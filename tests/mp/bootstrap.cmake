@@ -55,6 +55,8 @@ mpp_mp_test(bootstrap_queue NRANKS 2 ARGS huge-header SOURCES ${_boot_dir}/boots
 mpp_mp_test(bootstrap_queue NRANKS 2 ARGS unreceived SOURCES ${_boot_dir}/bootstrap_queue.c
             TESTNAME bootstrap_queue_unreceived)
 set_tests_properties(bootstrap_queue_unreceived PROPERTIES ENVIRONMENT "MSCCLPP_BOOTSTRAP_QUEUE_BYTES=16777216")
+mpp_mp_test(bootstrap_queue NRANKS 2 ARGS try-recv SOURCES ${_boot_dir}/bootstrap_queue.c
+            TESTNAME bootstrap_queue_try_recv)
 
 # Issue 22: a rendezvous that fails (a joined rank hangs up, mismatched nranks, a rank given twice)
 # is named on every rank promptly (target 2 s, limit 5 s on a loaded CI machine), also on a rank that

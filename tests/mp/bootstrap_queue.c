@@ -10,7 +10,11 @@
  *                                rank 0's memory grows by less than 100 MiB (not 256: back-pressure
  *                                holds rank 1's connection), a recv of another tag fails at once
  *                                naming rank 1 and the tag that fills the queue, and the four are
- *                                then received intact, in order (no loss, no deadlock). */
+ *                                then received intact, in order (no loss, no deadlock).
+ *   bootstrap_queue try-recv     bootstrap_try_recv: nothing queued gives got = 0 at once (100000
+ *                                tries well under a second); rank 1's three messages of one tag
+ *                                arrive in order by polling past a queued message of another tag,
+ *                                which is not taken, and a size mismatch is an error naming the sizes. */
 #include <stdatomic.h>
 
 #include "bootstrap/internal.h"
@@ -103,8 +107,40 @@ static void unreceived(struct bootstrap* b) {
   free(buf), free(want);
 }
 
+static void try_recv(struct bootstrap* b) {
+  if (rank == 1) {
+    CHECK_OK(bootstrap_barrier(b)); /* rank 0 tried an empty queue */
+    uint64_t other = 99; /* first: one connection keeps a pair's order, so it is queued before the rest */
+    CHECK_OK(bootstrap_send(b, 0, 8, &other, sizeof(other)));
+    for (int k = 0; k < 3; k++) CHECK_OK(bootstrap_send(b, 0, 7, &k, sizeof(k)));
+    CHECK_OK(bootstrap_barrier(b));
+    return;
+  }
+  int v = -1, got = 1;
+  double t0 = mp_now();
+  for (int i = 0; i < 100000; i++) {
+    CHECK_OK(bootstrap_try_recv(b, 1, 7, &v, sizeof(v), &got));
+    CHECK_MSG(!got, "try_recv took a message nobody sent");
+  }
+  printf("try-recv: 100000 tries of an empty queue in %.3f s\n", mp_now() - t0);
+  CHECK_MSG(mp_now() - t0 < 1.0, "100000 tries of an empty queue took %.2f s", mp_now() - t0);
+  CHECK_OK(bootstrap_barrier(b));
+  for (int k = 0; k < 3; k++) {
+    double until = mp_now() + 10.0;
+    do CHECK_OK(bootstrap_try_recv(b, 1, 7, &v, sizeof(v), &got));
+    while (!got && mp_now() < until);
+    CHECK_MSG(got && v == k, "message %d of tag 7: got %d, value %d", k, got, v);
+  }
+  CHECK_OK(bootstrap_barrier(b));
+  CHECK_OK(bootstrap_try_recv(b, 1, 7, &v, sizeof(v), &got)); /* only the tag-8 message is queued */
+  CHECK_MSG(!got, "try_recv of tag 7 took the message of tag 8");
+  CHECK_RES(bootstrap_try_recv(b, 1, 8, &v, sizeof(v), &got), mscclppInvalidUsage);
+  CHECK_MSG(strstr(mscclppGetLastError(), "expected 4 bytes, received 8") != NULL, "size mismatch error: %s",
+            mscclppGetLastError());
+}
+
 int main(int argc, char** argv) {
-  CHECK_MSG(argc == 2, "usage: %s huge-header|unreceived", argv[0]);
+  CHECK_MSG(argc == 2, "usage: %s huge-header|unreceived|try-recv", argv[0]);
   rank = mp_env_int("MSCCLPP_RANK");
   nranks = mp_env_int("MSCCLPP_WORLD_SIZE");
   CHECK_MSG(nranks == 2, "needs 2 ranks");
@@ -118,6 +154,8 @@ int main(int argc, char** argv) {
     huge_header(b);
   else if (strcmp(argv[1], "unreceived") == 0)
     unreceived(b);
+  else if (strcmp(argv[1], "try-recv") == 0)
+    try_recv(b);
   else
     TEST_FAIL("unknown mode %s", argv[1]);
   bootstrap_destroy(b);
