@@ -226,7 +226,7 @@ uint64_t gpu_ezc_hits(struct gpu_net* g);
 /* Bytes of call a's input and output on nranks ranks. */
 void gpu_in_out_bytes(int nranks, const struct algo_args* a, uint64_t* in, uint64_t* out);
 /* Offset of the meta region (nranks descriptor slots of EZC_DESC_BYTES) in a rank's scratch. */
-static inline uint64_t gpu_meta_off(const struct gpu_dev* d) {
+MSCCLPP_HOST_DEVICE_INLINE uint64_t gpu_meta_off(const struct gpu_dev* d) {
   return d->ll_bytes + 2ull * (uint64_t)d->nranks * d->bulk_slot;
 }
 /* Bytes per block of a zero-copy or staged launch whose largest part is maxlen: at least

@@ -97,7 +97,7 @@ __device__ void zs_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint
 /* Eager zero copy (z.ezc, ezc.c): rank `who`'s descriptor slot in the meta region of the scratch at
  * base (this rank's or a peer's). */
 __device__ __forceinline__ char* ezc_slot(const gpu_dev& d, char* base, int who) {
-  return base + d.ll_bytes + 2ull * (uint64_t)d.nranks * d.bulk_slot + (uint64_t)who * EZC_DESC_BYTES;
+  return base + gpu_meta_off(&d) + (uint64_t)who * EZC_DESC_BYTES;
 }
 
 /* Before the opening round: this rank's descriptor into every peer's slot `rank`, 16 bytes per
