@@ -338,14 +338,33 @@ static mscclppResult_t wait_all(struct transport_conn* conn, int64_t timeout_ms,
 
 int64_t net_io_timeout_ms(void) { return param_int(PARAM_FLUSH_TIMEOUT); }
 
-/* Posts op, retrying while the provider's queue is full (a peer that stopped taking data, or one
- * the provider keeps reconnecting to) up to MSCCLPP_FLUSH_TIMEOUT, asking the bootstrap every
+int net_send_once(struct net_fabric* f, struct net_conn* c, struct net_pending* p, const struct net_msg* m) {
+  struct net_sig sig;
+  pthread_mutex_lock(&c->send_lock);
+  sig = (struct net_sig){.magic = m->magic, .conn_id = c->peer_id, .seq = ++c->seq, .region = m->region,
+                         .offset = m->offset, .value = m->value, .reserved = m->reserved};
+  net_sig_seal(&c->send_mac, &sig);
+  struct net_op op = {.kind = NET_OP_SIGNAL, .sig = &sig};
+  int r = net_fabric_post(f, p, c->addr, &op); /* FI_INJECT: sig may go once this returns */
+  pthread_mutex_unlock(&c->send_lock);
+  return r;
+}
+
+/* One attempt at posting op, or (op NULL) the message m sealed anew: net_fabric_post's result. */
+static int post_attempt(struct transport_conn* conn, const struct net_op* op, const struct net_msg* m) {
+  struct net_conn* c = conn->priv;
+  if (op != NULL) return net_fabric_post(fabric_of(conn), c->p, c->addr, op);
+  return net_send_once(fabric_of(conn), c, c->p, m);
+}
+
+/* Posts op or m, retrying while the provider's queue is full (a peer that stopped taking data, or
+ * one the provider keeps reconnecting to) up to MSCCLPP_FLUSH_TIMEOUT, asking the bootstrap every
  * NET_LIVENESS_MS whether a rank died. */
-mscclppResult_t net_post_op(struct transport_conn* conn, const struct net_op* op) {
+static mscclppResult_t post_retrying(struct transport_conn* conn, const struct net_op* op, const struct net_msg* m) {
   struct net_conn* c = conn->priv;
   uint64_t deadline = 0, next_check = 0;
   for (;;) {
-    int r = net_fabric_post(fabric_of(conn), c->p, c->addr, op);
+    int r = post_attempt(conn, op, m);
     if (r == 0) {
       c->posted++;
       return mscclppSuccess;
@@ -375,13 +394,12 @@ mscclppResult_t net_post_op(struct transport_conn* conn, const struct net_op* op
   }
 }
 
-void net_seal(struct net_conn* c, uint32_t magic, uint64_t region, uint64_t offset, uint64_t value, uint64_t reserved,
-              struct net_sig* out) {
-  pthread_mutex_lock(&c->send_lock);
-  *out = (struct net_sig){.magic = magic, .conn_id = c->peer_id, .seq = ++c->seq, .region = region, .offset = offset,
-                          .value = value, .reserved = reserved};
-  net_sig_seal(&c->send_mac, out);
-  pthread_mutex_unlock(&c->send_lock);
+mscclppResult_t net_post_op(struct transport_conn* conn, const struct net_op* op) {
+  return post_retrying(conn, op, NULL);
+}
+
+mscclppResult_t net_post_msg(struct transport_conn* conn, const struct net_msg* m) {
+  return post_retrying(conn, NULL, m);
 }
 
 /* Posts writes of size bytes at src (desc: its region's) to dst+dst_off in pieces. */
@@ -507,10 +525,9 @@ static mscclppResult_t net_update(struct transport_conn* conn, struct transport_
   struct net_conn* c = conn->priv;
   if (!net_fabric_sas(fabric_of(conn)) && !net_stage_idle(c->stage))
     MPP_CHECK(net_stage_drain(conn, net_io_timeout_ms(), "update"));
-  struct net_sig sig;
-  net_seal(c, NET_SIG_MAGIC, part_of(dst)->region_id & ~NET_REGION_STAGED, dst_off, new_value, 0, &sig);
-  struct net_op op = {.kind = NET_OP_SIGNAL, .sig = &sig};
-  mscclppResult_t res = net_post_op(conn, &op);
+  struct net_msg m = {.magic = NET_SIG_MAGIC, .region = part_of(dst)->region_id & ~NET_REGION_STAGED,
+                      .offset = dst_off, .value = new_value};
+  mscclppResult_t res = net_post_msg(conn, &m);
   if (res != mscclppSuccess)
     return MPP_ERR(res, "net update of rank %d's word at offset %llu: %s", conn->peer, (unsigned long long)dst_off,
                    err_copy().text);

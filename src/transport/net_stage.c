@@ -69,10 +69,9 @@ mscclppResult_t net_stage_arm(struct transport_conn* conn, struct net_stage* st,
 static void send_credits(struct transport_conn* conn, struct net_stage* st) {
   if (st->owed == 0 && st->owed_fence == 0) return;
   struct net_conn* c = conn->priv;
-  struct net_sig msg;
-  net_seal(c, NET_CREDIT_MAGIC, 0, st->owed_fence, st->owed, st->owed_failed, &msg);
-  struct net_op op = {.kind = NET_OP_SIGNAL, .sig = &msg};
-  int r = net_fabric_post(st->f, NULL, c->addr, &op);
+  struct net_msg msg = {.magic = NET_CREDIT_MAGIC, .offset = st->owed_fence, .value = st->owed,
+                        .reserved = st->owed_failed};
+  int r = net_send_once(st->f, c, NULL, &msg);
   if (r == 1) {
     net_fabric_owe(st->f);
     return;
@@ -172,10 +171,8 @@ static mscclppResult_t stage_piece(struct transport_conn* conn, struct net_stage
   struct net_op w = {.kind = NET_OP_WRITE, .local = at, .size = n, .desc = tx->mr.desc,
                      .raddr = st->peer.base + (uint64_t)j * st->peer.slot_bytes, .key = st->peer.key};
   MPP_CHECK(net_post_op(conn, &w));
-  struct net_sig msg;
-  net_seal(conn->priv, NET_STAGE_MAGIC, region, offset, n, j, &msg);
-  struct net_op m = {.kind = NET_OP_SIGNAL, .sig = &msg};
-  MPP_CHECK(net_post_op(conn, &m));
+  struct net_msg m = {.magic = NET_STAGE_MAGIC, .region = region, .offset = offset, .value = n, .reserved = j};
+  MPP_CHECK(net_post_msg(conn, &m));
   st->next = (j + 1) % st->peer.slots;
   return mscclppSuccess;
 }
@@ -209,10 +206,8 @@ mscclppResult_t net_stage_test_raw(struct transport_conn* conn, uint64_t region,
     MPP_CHECK(wait_slots(conn, st, 1ull << slot, net_io_timeout_ms(), "test message"));
     atomic_fetch_and_explicit(&st->free_mask, ~(1ull << slot), memory_order_relaxed);
   }
-  struct net_sig msg;
-  net_seal(conn->priv, NET_STAGE_MAGIC, region, offset, size, slot, &msg);
-  struct net_op m = {.kind = NET_OP_SIGNAL, .sig = &msg};
-  return net_post_op(conn, &m);
+  struct net_msg m = {.magic = NET_STAGE_MAGIC, .region = region, .offset = offset, .value = size, .reserved = slot};
+  return net_post_msg(conn, &m);
 }
 
 int net_stage_idle(struct net_stage* st) {
@@ -230,10 +225,8 @@ static int fence_answered(struct transport_conn* conn, void* arg) {
 
 mscclppResult_t net_stage_fence(struct transport_conn* conn, int64_t timeout_ms, const char* what) {
   struct net_stage* st = ((struct net_conn*)conn->priv)->stage;
-  struct net_sig msg;
-  net_seal(conn->priv, NET_STAGE_MAGIC, 0, ++st->fence_sent, 0, NET_STAGE_FENCE, &msg);
-  struct net_op m = {.kind = NET_OP_SIGNAL, .sig = &msg};
-  MPP_CHECK(net_post_op(conn, &m));
+  struct net_msg m = {.magic = NET_STAGE_MAGIC, .offset = ++st->fence_sent, .reserved = NET_STAGE_FENCE};
+  MPP_CHECK(net_post_msg(conn, &m));
   mscclppResult_t res = net_wait(conn, fence_answered, NULL, timeout_ms);
   if (res == mscclppTimeout)
     return MPP_ERR(mscclppTimeout, "net %s to rank %d (tag %d): rank %d did not confirm within %lld ms that it applied "
