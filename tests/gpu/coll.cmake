@@ -3,7 +3,7 @@
 # ranks (the 4-rank runs skip on a 2-GPU machine), and the zero-copy and staged families and the table on 8.
 # C, public API plus src/algo/verify.h.
 set(GDIR ${CMAKE_CURRENT_LIST_DIR})
-foreach(variant ll ll2 bulk1 bulk table zc zcg zcw zcwc zcr st stg stp stn stm)
+foreach(variant ll ll2 bulk1 bulk table zc zcg zcw zcwc zcr st stg stp stn stm stpm)
   set(_ranks 2 4)
   if(variant STREQUAL "table" OR variant STREQUAL "zc" OR variant STREQUAL "st")
     list(APPEND _ranks 8)

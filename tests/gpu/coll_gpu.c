@@ -17,6 +17,8 @@
  *                        stn: st with eager zero copy off (every call through the stage)
  *                        stm: st with the last rank moving to fresh buffers now and then, so that
  *                        calls its peers cannot map yet stay staged while the others go zero copy
+ *                        stpm: stm with stp's small stage (whole-call probes that miss, then the
+ *                        pieces or the bulk launches behind them do the call)
  *                        xh / xhg: 2 stand-in hosts (MSCCLPP_HOSTID: ranks 0..n/2-1 and the rest),
  *                        the table's cross-host algorithms eager / captured; xhh: the host family
  *                        forced on interleaved hosts (host = rank % 2); xhp: the table with 4 KiB
@@ -289,14 +291,16 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_REGISTERED_ZC_MIN", "0", 1);
     g.registered = 1;
   } else if (strcmp(variant, "st") == 0 || strcmp(variant, "stg") == 0 || strcmp(variant, "stp") == 0 ||
-             strcmp(variant, "stn") == 0 || strcmp(variant, "stm") == 0) {
+             strcmp(variant, "stn") == 0 || strcmp(variant, "stm") == 0 || strcmp(variant, "stpm") == 0) {
     /* staged: eager (st), captured (stg), and with a small stage (stp: allreduce in pieces, the
-     * others' larger calls on the bulk kernel) */
+     * others' larger calls on the bulk kernel, each eager such call behind a whole-call probe that
+     * goes zero copy; stpm: the same with the last rank moving to new buffers, so that probes miss
+     * and the pieces or bulk launches after them do the call) */
     setenv("MSCCLPP_ALGO", "gpu_allreduce_stage,gpu_allgather_stage,gpu_reducescatter_stage,gpu_alltoall_stage", 1);
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
-    if (strcmp(variant, "stp") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
+    if (strcmp(variant, "stp") == 0 || strcmp(variant, "stpm") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
     if (strcmp(variant, "stn") == 0) setenv("MSCCLPP_ALGO_GPU_EAGER_ZC", "0", 1);
-    g.moving = strcmp(variant, "stm") == 0;
+    g.moving = strcmp(variant, "stm") == 0 || strcmp(variant, "stpm") == 0;
     g.graph = strcmp(variant, "stg") == 0;
     g.staged = 1;
   } else if (strncmp(variant, "xh", 2) == 0) {
@@ -312,7 +316,7 @@ int main(int argc, char** argv) {
     g.graph = strcmp(variant, "xhg") == 0;
     g.xhost = 1;
   } else if (strcmp(variant, "table") != 0) {
-    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, stn, stm, xh, xhg, xhh, xhp, xhn)",
+    TEST_FAIL("unknown variant '%s' (ll, ll2, bulk1, bulk, table, zc, zcg, zcw, zcwc, zcr, st, stg, stp, stn, stm, stpm, xh, xhg, xhh, xhp, xhn)",
               variant);
   }
   init();
@@ -362,7 +366,7 @@ int main(int argc, char** argv) {
   if (g.moving) { /* some calls stayed staged while the last rank's new buffers were announced */
     uint64_t h = ezc_hits(), all = zc_launches();
     CHECK_MSG(h < all, "rank %d: stm: all %llu staged launches went zero copy", g.rank, (unsigned long long)all);
-    if (g.rank == 0) printf("coll_gpu stm: %llu of %llu staged launches zero copy\n", (unsigned long long)h, (unsigned long long)all);
+    if (g.rank == 0) printf("coll_gpu %s: %llu of %llu staged launches zero copy\n", variant, (unsigned long long)h, (unsigned long long)all);
   }
   if (strcmp(variant, "ll2") != 0 && strcmp(variant, "bulk1") != 0) {
     for (int k = 0; k < 4; k++) run_sendrecv(counts[k]);

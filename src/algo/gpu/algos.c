@@ -123,8 +123,10 @@ int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, st
   return 2;
 }
 
-/* Builds and launches the plans; ll: the LL kernel, unless a part exceeds the LL inbox. */
-static mscclppResult_t run(struct algo_comm* ac, const struct algo_args* a, int ll, int two_phase) {
+/* Builds and launches the plans; ll: the LL kernel, unless a part exceeds the LL inbox; skip: NULL,
+ * or a device word for the bulk launches (gx_plan.skip). */
+static mscclppResult_t run_skip(struct algo_comm* ac, const struct algo_args* a, int ll, int two_phase,
+                                const uint32_t* skip) {
   struct gpu_net* g;
   MPP_CHECK(gpu_net_get(ac, a->stream, &g));
   struct gx_plan p[2];
@@ -132,8 +134,19 @@ static mscclppResult_t run(struct algo_comm* ac, const struct algo_args* a, int 
     two_phase = 1; /* one-shot parts too large for the LL inbox: two-shot LL first */
   int np = gpu_plans(a, ac->rank, ac->nranks, two_phase, p);
   if (ll && !fits_ll(g, &p[0], algo_coll_name(a->coll))) ll = 0;
-  for (int i = 0; i < np; i++) MPP_CHECK(launch(g, &p[i], ll, a->stream));
+  for (int i = 0; i < np; i++) {
+    p[i].skip = ll ? NULL : skip;
+    MPP_CHECK(launch(g, &p[i], ll, a->stream));
+  }
   return mscclppSuccess;
+}
+
+static mscclppResult_t run(struct algo_comm* ac, const struct algo_args* a, int ll, int two_phase) {
+  return run_skip(ac, a, ll, two_phase, NULL);
+}
+
+mscclppResult_t gpu_bulk_skippable(struct algo_comm* ac, const struct algo_args* a, const uint32_t* skip) {
+  return run_skip(ac, a, 0, a->coll == ALGO_COLL_ALLREDUCE, skip);
 }
 
 mscclppResult_t gpu_allreduce_ll1(struct algo_comm* ac, const struct algo_args* a) { return run(ac, a, 1, 0); }

@@ -73,6 +73,8 @@ struct gx_plan {
   int p2p;         /* 1 (bulk only): only pairs with pair_len[q] > 0 take part, each for its own steps */
   uint64_t pair_len[GPU_MAX_RANKS]; /* p2p: max(send_len[q], recv_len[q]), equal on both sides of a pair */
   uint64_t step_cb; /* bulk: bytes per block and step (set by gpu_launch_bulk from maxlen; <= bulk_slot / nblocks) */
+  const uint32_t* skip; /* device word or NULL: when nonzero the launch does nothing (the probe of an
+                           eager call larger than the stage went zero copy: stage.c) */
 };
 
 /* A zero-copy launch (zc.cu): every rank's own buffers of one captured call, as mapped here, so
@@ -111,6 +113,9 @@ struct gx_zc {
   int ezc;    /* staged and eager: zero copy when every rank's descriptor allows (ezc.c) */
   const struct ezc_entry* table; /* ezc: device, table[q * EZC_SLOTS + aseq - 1] */
   uint32_t* hits;                /* ezc: device counter of the launches that went zero copy */
+  uint32_t* went;                /* ezc probe (a call larger than the stage) or NULL: 1 or 0 written here
+                                    as it went zero copy or not; a miss runs no staged body (the
+                                    launches after it, with plan.skip = went, do the call) */
   struct ezc_desc me;            /* ezc: this rank's descriptor */
 };
 
@@ -118,6 +123,7 @@ struct gx_zc {
 struct ezc_state {
   struct ezc_entry* table;        /* device, nranks x EZC_SLOTS, zeroed */
   uint32_t* hits;                 /* device word */
+  uint32_t* went;                 /* device word: the last probe's outcome (gx_zc.went) */
   uint64_t seen[GPU_MAX_RANKS];   /* announcements of rank q imported here */
   uint64_t announced;             /* this rank's announcements so far */
   int stuck[GPU_MAX_RANKS];       /* an announcement of q failed here: q's later ones are ignored */
@@ -184,6 +190,9 @@ mscclppResult_t xh_preload(void);
 static inline uint64_t gpu_ll_max(const struct gpu_dev* d) { return d->ll_slot / 2 - 16; }
 
 /* The algorithms (algos.c). */
+/* Call a by its bulk sibling (gpu_bulk_of), each launch doing nothing when *skip is nonzero on the
+ * device (skip NULL: never). */
+mscclppResult_t gpu_bulk_skippable(struct algo_comm* ac, const struct algo_args* a, const uint32_t* skip);
 mscclppResult_t gpu_allreduce_ll1(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_allreduce_ll2(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_allreduce_bulk(struct algo_comm* ac, const struct algo_args* a);

@@ -80,6 +80,7 @@ static mscclppResult_t alloc_local(struct gpu_net* g, struct mscclppComm* comm) 
   g->d.flag = (uint32_t*)words;
   g->d.done = (uint32_t*)words + 1;
   g->ez.hits = (uint32_t*)words + 2;
+  g->ez.went = (uint32_t*)words + 3;
   size_t table = (size_t)g->d.nranks * EZC_SLOTS * sizeof(struct ezc_entry);
   MPP_CHECK(gpu_cuda_check(cudaMalloc((void**)&g->ez.table, table), "allocating the eager zero-copy table"));
   MPP_CHECK(gpu_zero_sync(g->ez.table, table));

@@ -13,7 +13,9 @@
  * A call whose staged buffer (the input of reductions, the output of copies) exceeds the stage runs
  * in pieces when it is an allreduce (each piece a whole allreduce of a range of the elements) and
  * as the bulk sibling otherwise; pre-multiplied sums and empty calls run the bulk sibling too. The
- * stage size is agreed at setup, so every rank takes the same path. */
+ * stage size is agreed at setup, so every rank takes the same path. An eager such call first
+ * launches a probe over the whole call (ezc.c): when it goes zero copy, it has done the call and
+ * the pieces or the bulk launches after it find its word set and return at once. */
 #include <string.h>
 
 #include "algo/algo.h"
@@ -33,8 +35,11 @@ static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args*
   return a->coll == ALGO_COLL_ALLREDUCE ? b : b * n;
 }
 
-/* One staged launch of call a (its staged buffer fits the stage). */
-static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a) {
+/* One staged launch of call a (its staged buffer fits the stage), eager zero copy when the call is
+ * eager; skip: NULL, or the word of a probe before it (then a plain staged launch that does nothing
+ * when the probe went zero copy). */
+static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a,
+                                    const uint32_t* skip) {
   uint64_t t0 = time_now_ns();
   struct gx_plan p[2];
   (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
@@ -45,7 +50,8 @@ static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, con
   z.peer_dst[ac->rank] = (char*)a->recv;
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
   z.staged = 1;
-  if (!a->captured) MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
+  p[0].skip = skip;
+  if (!a->captured && skip == NULL) MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
   z.chunk = gpu_zc_chunk(g, p[0].maxlen);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
   g->graph_launches++;
@@ -53,8 +59,35 @@ static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, con
   return mscclppSuccess;
 }
 
+/* An eager call larger than the stage: one launch over the whole call that goes zero copy when
+ * every rank's buffers are mapped on every peer, and otherwise only records that it did not
+ * (*skip: the word the launches doing the call then read; NULL when eager zero copy is off). */
+static mscclppResult_t stage_probe(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a,
+                                   const uint32_t** skip) {
+  uint64_t t0 = time_now_ns();
+  struct gx_plan p[2];
+  (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  struct gx_zc z;
+  memset(&z, 0, sizeof(z));
+  z.peer_src[ac->rank] = (const char*)a->send;
+  z.peer_dst[ac->rank] = (char*)a->recv;
+  z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
+  z.staged = 1;
+  MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
+  *skip = NULL;
+  if (!z.ezc) return mscclppSuccess;
+  z.went = g->ez.went;
+  z.chunk = gpu_zc_chunk(g, p[0].maxlen);
+  MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
+  g->graph_launches++;
+  g->ez.launch_ns += time_now_ns() - t0;
+  *skip = g->ez.went;
+  return mscclppSuccess;
+}
+
 /* An allreduce larger than the stage: pieces of whole 16-byte groups per rank, each its own call. */
-static mscclppResult_t stage_pieces(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a) {
+static mscclppResult_t stage_pieces(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a,
+                                    const uint32_t* skip) {
   uint64_t per = stage_bytes(g) / a->es, align = (uint64_t)ac->nranks * 16;
   per = per / align * align;
   LOG_DEBUG_(LOG_SUB_ALGO, "allreduce (staged): %zu elements in pieces of %llu", a->count, (unsigned long long)per);
@@ -63,7 +96,7 @@ static mscclppResult_t stage_pieces(struct gpu_net* g, struct algo_comm* ac, con
     piece.count = a->count - done < per ? (size_t)(a->count - done) : (size_t)per;
     piece.send = (const char*)a->send + done * a->es;
     piece.recv = (char*)a->recv + done * a->es;
-    MPP_CHECK(stage_launch(g, ac, &piece));
+    MPP_CHECK(stage_launch(g, ac, &piece, skip));
   }
   return mscclppSuccess;
 }
@@ -73,11 +106,14 @@ mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a) 
   if (a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return gpu_bulk_of(a->coll)(ac, a);
   struct gpu_net* g;
   MPP_CHECK(gpu_net_get(ac, a->stream, &g));
-  if (staged_bytes(ac, a) <= stage_bytes(g)) return stage_launch(g, ac, a);
-  if (a->coll == ALGO_COLL_ALLREDUCE && stage_bytes(g) / a->es >= (uint64_t)ac->nranks * 16) return stage_pieces(g, ac, a);
+  if (staged_bytes(ac, a) <= stage_bytes(g)) return stage_launch(g, ac, a, NULL);
+  const uint32_t* skip = NULL;
+  if (!a->captured) MPP_CHECK(stage_probe(g, ac, a, &skip));
+  if (a->coll == ALGO_COLL_ALLREDUCE && stage_bytes(g) / a->es >= (uint64_t)ac->nranks * 16)
+    return stage_pieces(g, ac, a, skip);
   LOG_DEBUG_(LOG_SUB_ALGO, "%s: %llu bytes exceed the stage (%llu): bulk kernel", algo_coll_name(a->coll),
              (unsigned long long)staged_bytes(ac, a), (unsigned long long)stage_bytes(g));
-  return gpu_bulk_of(a->coll)(ac, a);
+  return gpu_bulk_skippable(ac, a, skip);
 }
 
 #else /* no CUDA */

@@ -145,7 +145,8 @@ __device__ bool ezc_decide(const gpu_dev& d, const gx_zc& z, gx_zc& sz, ezc_desc
 
 /* Eager zero copy: descriptors, the opening round, then either the zero-copy body over the users'
  * buffers and the closing round, or (some rank's buffers not yet known to some peer) the whole
- * staged body, every block of every rank alike. */
+ * staged body, every block of every rank alike. A probe (z.went: a call larger than the stage)
+ * runs no staged body: it records the outcome for the skippable launches after it. */
 template <int DT, int OP>
 __device__ void ezc_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
   __shared__ gx_zc sz;
@@ -153,8 +154,13 @@ __device__ void ezc_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uin
   ezc_post(d, z, sd);
   __syncthreads();
   if (gx_round(d, true)) return; /* the rank's device-error record says who timed out */
-  if (!ezc_decide(d, z, sz, sd)) {
-    zs_body<DT, OP>(d, p, z, lo);
+  bool zc = ezc_decide(d, z, sz, sd);
+  /* Read by the skippable launches after this one on the stream (a kernel boundary orders it). */
+  if (z.went != NULL && blockIdx.x == 0 && threadIdx.x == 0) *z.went = zc ? 1u : 0u;
+  if (!zc) {
+    /* A probe's miss: the launches after it do the call. Their rounds with every peer come after
+     * every peer's probe, so no descriptor is overwritten before its reader is done. */
+    if (z.went == NULL) zs_body<DT, OP>(d, p, z, lo);
     return;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(z.hits, 1u);
@@ -166,6 +172,7 @@ __device__ void ezc_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uin
 
 template <int DT, int OP>
 __global__ void __launch_bounds__(GPU_BULK_THREADS) zc_kernel(gpu_dev d, gx_plan p, gx_zc z) {
+  if (p.skip != NULL && *p.skip != 0) return; /* the probe before it did the call (every rank alike) */
   uint64_t lo = (uint64_t)blockIdx.x * z.chunk;
   if (z.ezc) {
     ezc_body<DT, OP>(d, p, z, lo);
