@@ -46,6 +46,8 @@ static const struct algo_desc registry[] = {
     STAGE_ROW("gpu_allgather_stage", ALGO_COLL_ALLGATHER),
     STAGE_ROW("gpu_reducescatter_stage", ALGO_COLL_REDUCESCATTER),
     STAGE_ROW("gpu_alltoall_stage", ALGO_COLL_ALLTOALL),
+    STAGE_ROW("gpu_broadcast_stage", ALGO_COLL_BROADCAST),
+    STAGE_ROW("gpu_reduce_stage", ALGO_COLL_REDUCE),
 #undef STAGE_ROW
 #define XH_ROW(n, f, c) {.name = n, .coll = c, .kind = mscclppRankGpu, .run = f}
     XH_ROW("gpu_allreduce_hier", gpu_coll_hier, ALGO_COLL_ALLREDUCE),

@@ -296,7 +296,8 @@ int main(int argc, char** argv) {
      * others' larger calls on the bulk kernel, each eager such call behind a whole-call probe that
      * goes zero copy; stpm: the same with the last rank moving to new buffers, so that probes miss
      * and the pieces or bulk launches after them do the call) */
-    setenv("MSCCLPP_ALGO", "gpu_allreduce_stage,gpu_allgather_stage,gpu_reducescatter_stage,gpu_alltoall_stage", 1);
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_stage,gpu_allgather_stage,gpu_reducescatter_stage,gpu_alltoall_stage,"
+                           "gpu_broadcast_stage,gpu_reduce_stage", 1);
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
     if (strcmp(variant, "stp") == 0 || strcmp(variant, "stpm") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
     if (strcmp(variant, "stn") == 0) setenv("MSCCLPP_ALGO_GPU_EAGER_ZC", "0", 1);
@@ -349,12 +350,13 @@ int main(int argc, char** argv) {
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
-    if (!g.xhost && (g.graph || g.windows || g.registered || g.staged) && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
+    int rooted = coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE; /* staged, but no zero-copy variant */
+    if (!g.xhost && (g.graph || g.windows || g.registered || g.staged) && (!rooted || g.staged)) {
       uint64_t z = zc_launches();
       CHECK_MSG(z > zc_seen, "rank %d: no %s launch for the %s calls", g.rank, variant, algo_coll_name(coll));
       zc_seen = z;
     }
-    if (g.staged && !g.graph && coll != ALGO_COLL_BROADCAST && coll != ALGO_COLL_REDUCE) {
+    if (g.staged && !g.graph) {
       /* eager staged calls: zero copy once the buffers are known (st, stm, stp), never with it off */
       uint64_t h = ezc_hits();
       int want = strcmp(variant, "stn") != 0;

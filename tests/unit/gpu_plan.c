@@ -138,6 +138,52 @@ static void run_one(struct sim* s, int two_phase) {
   for (int r = 0; r < s->n; r++) free(s->bufs[r]);
 }
 
+/* The staged kernels' rooted plans (gpu_plan_rooted: broadcast, reduce): every rank agrees on the
+ * slices and maxlen, the slices tile the message, and rank q moving slice q (from the root's input
+ * to every output, or reduced from every input into the root's output; all reads first, as each
+ * element is read before it is written by the same thread) gives verify.h's outputs. */
+static void run_rooted(struct sim* s) {
+  setup(s);
+  for (int r = 0; r < s->n; r++) gpu_plan_rooted(&s->a[r], r, s->n, &s->p[r][0]);
+  uint64_t covered = 0;
+  for (int q = 0; q < s->n; q++) {
+    const struct gx_plan* pq = &s->p[q][0];
+    CHECK(pq->mode == GX_REDUCE && pq->root == s->root && pq->maxlen == s->p[0][0].maxlen);
+    CHECK(pq->one_src == (s->coll == ALGO_COLL_BROADCAST) && pq->one_dst == (s->coll == ALGO_COLL_REDUCE));
+    CHECK(pq->recv_len[q] <= pq->maxlen && pq->red_off == pq->send_off[q] && pq->red_off == covered);
+    for (int r = 0; r < s->n; r++)
+      CHECK(s->p[r][0].send_off[q] == pq->red_off && s->p[r][0].send_len[q] == pq->recv_len[q]);
+    covered += pq->recv_len[q];
+  }
+  CHECK(covered == s->count * s->es);
+  char* res[MAXN];
+  for (int q = 0; q < s->n; q++) {
+    const struct gx_plan* p = &s->p[q][0];
+    uint64_t len = p->recv_len[q];
+    res[q] = malloc(len + 1);
+    if (len == 0) continue;
+    if (p->one_src) {
+      memcpy(res[q], s->in[s->root] + p->send_off[q], len);
+    } else {
+      const void* srcs[MAXN];
+      for (int r = 0; r < s->n; r++) srcs[r] = s->in[r] + p->send_off[q];
+      elem_reduce(res[q], srcs, s->n, len / s->es, s->dtype, (enum elem_op)p->op, s->n, NULL);
+    }
+  }
+  for (int q = 0; q < s->n; q++) {
+    const struct gx_plan* p = &s->p[q][0];
+    for (int r = 0; r < s->n && p->recv_len[q] > 0; r++)
+      if (p->one_src || r == s->root) memcpy(s->out[r] + p->red_off, res[q], p->recv_len[q]);
+    free(res[q]);
+  }
+  for (int r = 0; r < s->n; r++) {
+    size_t wrong = check_out(s, r);
+    CHECK_MSG(wrong == 0, "rooted %s %s n=%d count %zu root %d: rank %d has %zu wrong elements", algo_coll_name(s->coll),
+              s->inplace ? "in place" : "out of place", s->n, s->count, s->root, r, wrong);
+  }
+  for (int r = 0; r < s->n; r++) free(s->bufs[r]);
+}
+
 int main(void) {
   static const int ns[] = {1, 2, 3, 4, 8};
   static const int dtypes[] = {7, 9, 2, 10, 8, 1, 6, 11};
@@ -159,6 +205,15 @@ int main(void) {
                 s.spec = (struct verify_spec){.dtype = s.dtype, .op = op, .nranks = s.n, .seed = seed++};
                 run_one(&s, tp);
                 cases++;
+                /* the staged plans (premulsum runs the bulk kernel instead) */
+                if ((coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE) && op != ELEM_OP_PREMUL && tp == 0) {
+                  memset(&s, 0, sizeof(s));
+                  s.n = ns[ni], s.coll = coll, s.dtype = dtypes[di], s.op = op, s.inplace = inplace;
+                  s.count = counts[ci], s.root = (int)(counts[ci] % (size_t)s.n);
+                  s.spec = (struct verify_spec){.dtype = s.dtype, .op = op, .nranks = s.n, .seed = seed++};
+                  run_rooted(&s);
+                  cases++;
+                }
               }
       }
   printf("gpu_plan: %ld cases OK\n", cases);

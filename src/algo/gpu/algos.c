@@ -110,6 +110,23 @@ static void plan_one(const struct algo_args* a, int me, int n, struct gx_plan* p
   p->maxlen = block;
 }
 
+void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, struct gx_plan* p) {
+  size_t es = a->es, off, cnt, moff, mcnt;
+  plan_init(p, a, GX_REDUCE);
+  p->scale_send = 0;
+  slice(a->count, nranks, rank, &moff, &mcnt);
+  for (int q = 0; q < nranks; q++) {
+    slice(a->count, nranks, q, &off, &cnt);
+    p->send_off[q] = off * es, p->send_len[q] = cnt * es;
+  }
+  p->recv_len[rank] = mcnt * es;
+  p->red_off = moff * es;
+  p->maxlen = (a->count + (size_t)nranks - 1) / (size_t)nranks * es;
+  p->one_src = a->coll == ALGO_COLL_BROADCAST;
+  p->one_dst = a->coll == ALGO_COLL_REDUCE;
+  p->root = a->root;
+}
+
 int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]) {
   if (a->coll != ALGO_COLL_ALLREDUCE) {
     plan_one(a, rank, nranks, &out[0]);

@@ -140,11 +140,15 @@ mscclppResult_t gpu_ezc_prepare(struct gpu_net* g, struct algo_comm* ac, const s
   memset(d, 0, sizeof(*d));
   uint64_t inb, outb;
   gpu_in_out_bytes(ac->nranks, a, &inb, &outb);
-  MPP_CHECK(ezc_name(g, ac, a->send, inb, &d->in_aseq, &d->in_off));
-  MPP_CHECK(ezc_name(g, ac, a->recv, outb, &d->out_aseq, &d->out_off));
+  /* a broadcast's input and a reduce's output exist on the root alone (NULL elsewhere: aseq 0) */
+  if (a->send != NULL) MPP_CHECK(ezc_name(g, ac, a->send, inb, &d->in_aseq, &d->in_off));
+  if (a->recv != NULL) MPP_CHECK(ezc_name(g, ac, a->recv, outb, &d->out_aseq, &d->out_off));
   memcpy(d->seen, g->ez.seen, sizeof(d->seen));
+  int root = ac->rank == a->root;
+  int need_in = !(a->coll == ALGO_COLL_BROADCAST && !root), need_out = !(a->coll == ALGO_COLL_REDUCE && !root);
   /* in-place alltoall would overwrite a part a peer has not read yet (zc.c) */
-  d->usable = d->in_aseq && d->out_aseq && !(a->coll == ALGO_COLL_ALLTOALL && a->send == a->recv);
+  d->usable = (d->in_aseq || !need_in) && (d->out_aseq || !need_out) &&
+              !(a->coll == ALGO_COLL_ALLTOALL && a->send == a->recv);
   z->ezc = 1, z->table = g->ez.table, z->hits = g->ez.hits;
   g->ez.calls++, g->ez.prep_ns += time_now_ns() - t0;
   return mscclppSuccess;

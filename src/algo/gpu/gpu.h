@@ -73,6 +73,9 @@ struct gx_plan {
   int p2p;         /* 1 (bulk only): only pairs with pair_len[q] > 0 take part, each for its own steps */
   uint64_t pair_len[GPU_MAX_RANKS]; /* p2p: max(send_len[q], recv_len[q]), equal on both sides of a pair */
   uint64_t step_cb; /* bulk: bytes per block and step (set by gpu_launch_bulk from maxlen; <= bulk_slot / nblocks) */
+  int one_src, one_dst; /* staged / zero-copy kernels only (gpu_plan_rooted): 1 when only rank root's
+                           input (broadcast) or output (reduce) exists; each rank then moves its slice */
+  int root;
   const uint32_t* skip; /* device word or NULL: when nonzero the launch does nothing (the probe of an
                            eager call larger than the stage went zero copy: stage.c) */
 };
@@ -246,6 +249,10 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
 /* The plans of collective a on rank `rank` of nranks (1, or 2 for a two-phase allreduce: reduce-
  * scatter, then allgather); pure, for the run functions and the CPU-side plan test. */
 int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]);
+/* The staged plan of a broadcast or reduce (GX_REDUCE over slices, one_src / one_dst): rank q
+ * moves slice q of the message: from the root's input into every rank's output (broadcast), or
+ * reduced from every rank's input into the root's output (reduce). */
+void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, struct gx_plan* out);
 /* A group's sends and receives on GPU ranks (p2p.c). */
 struct p2p_op;
 mscclppResult_t gpu_p2p_run(struct p2p_op* ops, int nops);

@@ -29,10 +29,28 @@
 /* Bytes of the stage: the whole bulk region. */
 static uint64_t stage_bytes(const struct gpu_net* g) { return 2ull * (uint64_t)g->d.nranks * g->d.bulk_slot; }
 
-/* Bytes of the buffer a call stages: its input (reductions) or output (copies). */
+/* Calls whose pieces (ranges of the elements) are whole calls of their own. */
+static int sliceable(enum algo_coll c) {
+  return c == ALGO_COLL_ALLREDUCE || c == ALGO_COLL_BROADCAST || c == ALGO_COLL_REDUCE;
+}
+
+/* Bytes of the buffer a call stages: its input (reductions, broadcast) or output (copies). */
 static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args* a) {
   uint64_t b = (uint64_t)a->count * a->es, n = (uint64_t)ac->nranks;
-  return a->coll == ALGO_COLL_ALLREDUCE ? b : b * n;
+  return sliceable(a->coll) ? b : b * n;
+}
+
+/* The call's plan for the staged kernel: allreduce's reduce-scatter phase (put_reduced: each
+ * slice also goes to every peer), broadcast's and reduce's sliced plans, the others' one plan. */
+static void stage_plan(struct algo_comm* ac, const struct algo_args* a, struct gx_plan* p, struct gx_zc* z) {
+  struct gx_plan two[2];
+  if (a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE) {
+    gpu_plan_rooted(a, ac->rank, ac->nranks, p);
+  } else {
+    (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, two);
+    *p = two[0];
+  }
+  z->put_reduced = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_BROADCAST;
 }
 
 /* One staged launch of call a (its staged buffer fits the stage), eager zero copy when the call is
@@ -41,14 +59,13 @@ static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args*
 static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a,
                                     const uint32_t* skip) {
   uint64_t t0 = time_now_ns();
-  struct gx_plan p[2];
-  (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  struct gx_plan p[1];
   struct gx_zc z;
   memset(&z, 0, sizeof(z));
+  stage_plan(ac, a, &p[0], &z);
   for (int q = 0; q < ac->nranks; q++) z.peer_src[q] = z.peer_dst[q] = g->d.peer_scratch[q] + g->d.ll_bytes;
   z.peer_src[ac->rank] = (const char*)a->send;
   z.peer_dst[ac->rank] = (char*)a->recv;
-  z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
   z.staged = 1;
   p[0].skip = skip;
   if (!a->captured && skip == NULL) MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
@@ -65,13 +82,12 @@ static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, con
 static mscclppResult_t stage_probe(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a,
                                    const uint32_t** skip) {
   uint64_t t0 = time_now_ns();
-  struct gx_plan p[2];
-  (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  struct gx_plan p[1];
   struct gx_zc z;
   memset(&z, 0, sizeof(z));
+  stage_plan(ac, a, &p[0], &z);
   z.peer_src[ac->rank] = (const char*)a->send;
   z.peer_dst[ac->rank] = (char*)a->recv;
-  z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
   z.staged = 1;
   MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
   *skip = NULL;
@@ -85,31 +101,33 @@ static mscclppResult_t stage_probe(struct gpu_net* g, struct algo_comm* ac, cons
   return mscclppSuccess;
 }
 
-/* An allreduce larger than the stage: pieces of whole 16-byte groups per rank, each its own call. */
+/* An allreduce, broadcast or reduce larger than the stage: pieces of whole 16-byte groups per
+ * rank, each its own call (a buffer the rank does not have stays NULL). */
 static mscclppResult_t stage_pieces(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a,
                                     const uint32_t* skip) {
   uint64_t per = stage_bytes(g) / a->es, align = (uint64_t)ac->nranks * 16;
   per = per / align * align;
-  LOG_DEBUG_(LOG_SUB_ALGO, "allreduce (staged): %zu elements in pieces of %llu", a->count, (unsigned long long)per);
+  LOG_DEBUG_(LOG_SUB_ALGO, "%s (staged): %zu elements in pieces of %llu", algo_coll_name(a->coll), a->count,
+             (unsigned long long)per);
   for (uint64_t done = 0; done < a->count; done += per) {
     struct algo_args piece = *a;
     piece.count = a->count - done < per ? (size_t)(a->count - done) : (size_t)per;
-    piece.send = (const char*)a->send + done * a->es;
-    piece.recv = (char*)a->recv + done * a->es;
+    piece.send = a->send ? (const char*)a->send + done * a->es : NULL;
+    piece.recv = a->recv ? (char*)a->recv + done * a->es : NULL;
     MPP_CHECK(stage_launch(g, ac, &piece, skip));
   }
   return mscclppSuccess;
 }
 
 mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a) {
-  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
+  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_REDUCE;
   if (a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return gpu_bulk_of(a->coll)(ac, a);
   struct gpu_net* g;
   MPP_CHECK(gpu_net_get(ac, a->stream, &g));
   if (staged_bytes(ac, a) <= stage_bytes(g)) return stage_launch(g, ac, a, NULL);
   const uint32_t* skip = NULL;
   if (!a->captured) MPP_CHECK(stage_probe(g, ac, a, &skip));
-  if (a->coll == ALGO_COLL_ALLREDUCE && stage_bytes(g) / a->es >= (uint64_t)ac->nranks * 16)
+  if (sliceable(a->coll) && stage_bytes(g) / a->es >= (uint64_t)ac->nranks * 16)
     return stage_pieces(g, ac, a, skip);
   LOG_DEBUG_(LOG_SUB_ALGO, "%s: %llu bytes exceed the stage (%llu): bulk kernel", algo_coll_name(a->coll),
              (unsigned long long)staged_bytes(ac, a), (unsigned long long)stage_bytes(g));

@@ -37,18 +37,38 @@ __device__ void zc_put(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint6
   }
 }
 
+/* n bytes at src into each of ndst destinations, src read once where every address is 16-byte
+ * aligned (16 bytes per thread and step; the tail and unaligned ranges copied per destination). */
+__device__ void zc_copy_many(char* const* dsts, int ndst, const char* src, uint64_t n) {
+  uintptr_t mis = (uintptr_t)src;
+  for (int k = 0; k < ndst; k++) mis |= (uintptr_t)dsts[k];
+  uint64_t done = (mis & 15) == 0 ? n / 16 * 16 : 0;
+  for (uint64_t u = threadIdx.x; u < done / 16; u += blockDim.x) {
+    uint4 v = ((const uint4*)src)[u];
+    for (int k = 0; k < ndst; k++) ((uint4*)dsts[k])[u] = v;
+  }
+  if (done < n)
+    for (int k = 0; k < ndst; k++) mscclppCopy(dsts[k] + done, src + done, n - done, threadIdx.x, blockDim.x);
+}
+
 /* GX_REDUCE: this block's range of the own slice from every rank's input, into the own output
- * (and every peer's, put_reduced). */
+ * (and every peer's, put_reduced). Broadcast (one_src): the slice of the root's input alone,
+ * copied; reduce (one_dst): into the root's output alone. */
 template <int DT, int OP>
 __device__ void zc_reduce(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
   uint64_t n = zc_share(p.recv_len[d.rank], lo, z.chunk);
   if (n == 0) return;
   const char* srcs[GPU_MAX_RANKS];
   char* dsts[GPU_MAX_RANKS];
-  for (int r = 0; r < d.nranks; r++) srcs[r] = z.peer_src[r] + p.send_off[d.rank] + lo;
   int ndst = 0;
-  dsts[ndst++] = p.dst + p.red_off + lo;
+  if (p.one_dst) dsts[ndst++] = (d.rank == p.root ? p.dst : z.peer_dst[p.root]) + p.red_off + lo;
+  else dsts[ndst++] = p.dst + p.red_off + lo;
   for (int i = 1; i < d.nranks && z.put_reduced; i++) dsts[ndst++] = z.peer_dst[(d.rank + i) % d.nranks] + p.red_off + lo;
+  if (p.one_src) {
+    zc_copy_many(dsts, ndst, z.peer_src[p.root] + p.send_off[d.rank] + lo, n);
+    return;
+  }
+  for (int r = 0; r < d.nranks; r++) srcs[r] = z.peer_src[r] + p.send_off[d.rank] + lo;
   red_range_to<DT, OP, true>(dsts, ndst, srcs, d.nranks, n / sizeof(typename Ty<DT>::T), threadIdx.x, blockDim.x);
 }
 
@@ -81,15 +101,15 @@ __device__ void zs_stage_out(const gpu_dev& d, const gx_plan& p, const gx_zc& z,
  * was read). Reductions without put_reduced write no stage: their second round closes. */
 template <int DT, int OP>
 __device__ void zs_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
-  bool out = p.mode == GX_COPY || z.put_reduced;
-  if (p.mode == GX_REDUCE) zs_stage_in(d, p, z, lo);
+  bool out = p.mode == GX_COPY || z.put_reduced || p.one_dst;
+  if (p.mode == GX_REDUCE && (!p.one_src || d.rank == p.root)) zs_stage_in(d, p, z, lo);
   __syncthreads();
   if (gx_round(d, true)) return; /* the rank's device-error record says who timed out */
   if (p.mode == GX_COPY) zc_put(d, p, z, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, z, lo);
   __syncthreads();
   if (gx_round(d, true) || !out) return;
-  zs_stage_out(d, p, z, lo);
+  if (!p.one_dst || d.rank == p.root) zs_stage_out(d, p, z, lo); /* reduce: only the root has an output */
   __syncthreads();
   (void)gx_round(d, true); /* the closing round */
 }
@@ -135,9 +155,11 @@ __device__ bool ezc_decide(const gpu_dev& d, const gx_zc& z, gx_zc& sz, ezc_desc
       sz.peer_src[t] = z.peer_src[t], sz.peer_dst[t] = z.peer_dst[t];
     } else if (ok) { /* rows 1..seen[t] of t's part of the table were written before this kernel */
       const ezc_entry* row = z.table + (uint64_t)t * EZC_SLOTS;
-      const char* in = (const char*)__ldg((const unsigned long long*)&row[m.in_aseq - 1].base);
-      char* out = (char*)__ldg((const unsigned long long*)&row[m.out_aseq - 1].base);
-      sz.peer_src[t] = in + m.in_off, sz.peer_dst[t] = out + m.out_off;
+      /* aseq 0: a buffer the call does not have there (a broadcast's input or a reduce's output
+       * off the root), never read */
+      const char* in = m.in_aseq ? (const char*)__ldg((const unsigned long long*)&row[m.in_aseq - 1].base) : NULL;
+      char* out = m.out_aseq ? (char*)__ldg((const unsigned long long*)&row[m.out_aseq - 1].base) : NULL;
+      sz.peer_src[t] = in ? in + m.in_off : NULL, sz.peer_dst[t] = out ? out + m.out_off : NULL;
     }
   }
   return __syncthreads_and(ok) != 0;
