@@ -139,18 +139,20 @@ static void run_one(struct sim* s, int two_phase) {
 }
 
 /* The staged kernels' rooted plans (gpu_plan_rooted: broadcast, reduce): every rank agrees on the
- * slices and maxlen, the slices tile the message, and rank q moving slice q (from the root's input
+ * slices and maxlen, the slices cover the message (the root has none), and rank q moving its slice (from the root's input
  * to every output, or reduced from every input into the root's output; all reads first, as each
  * element is read before it is written by the same thread) gives verify.h's outputs. */
-static void run_rooted(struct sim* s) {
+static void run_rooted(struct sim* s, int root_free) {
   setup(s);
-  for (int r = 0; r < s->n; r++) gpu_plan_rooted(&s->a[r], r, s->n, &s->p[r][0]);
+  for (int r = 0; r < s->n; r++) gpu_plan_rooted(&s->a[r], r, s->n, root_free, &s->p[r][0]);
   uint64_t covered = 0;
   for (int q = 0; q < s->n; q++) {
     const struct gx_plan* pq = &s->p[q][0];
     CHECK(pq->mode == GX_REDUCE && pq->root == s->root && pq->maxlen == s->p[0][0].maxlen);
     CHECK(pq->one_src == (s->coll == ALGO_COLL_BROADCAST) && pq->one_dst == (s->coll == ALGO_COLL_REDUCE));
-    CHECK(pq->recv_len[q] <= pq->maxlen && pq->red_off == pq->send_off[q] && pq->red_off == covered);
+    CHECK(pq->recv_len[q] <= pq->maxlen && pq->red_off == pq->send_off[q]);
+    CHECK(pq->red_off + pq->recv_len[q] <= s->count * s->es);
+    CHECK(!root_free || s->n == 1 || q != s->root || pq->recv_len[q] == 0); /* the root moves no slice */
     for (int r = 0; r < s->n; r++)
       CHECK(s->p[r][0].send_off[q] == pq->red_off && s->p[r][0].send_len[q] == pq->recv_len[q]);
     covered += pq->recv_len[q];
@@ -206,12 +208,13 @@ int main(void) {
                 run_one(&s, tp);
                 cases++;
                 /* the staged plans (premulsum runs the bulk kernel instead) */
-                if ((coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE) && op != ELEM_OP_PREMUL && tp == 0) {
+                for (int rf = 0; rf < 2 && (coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE) &&
+                                 op != ELEM_OP_PREMUL && tp == 0; rf++) {
                   memset(&s, 0, sizeof(s));
                   s.n = ns[ni], s.coll = coll, s.dtype = dtypes[di], s.op = op, s.inplace = inplace;
                   s.count = counts[ci], s.root = (int)(counts[ci] % (size_t)s.n);
                   s.spec = (struct verify_spec){.dtype = s.dtype, .op = op, .nranks = s.n, .seed = seed++};
-                  run_rooted(&s);
+                  run_rooted(&s, rf);
                   cases++;
                 }
               }

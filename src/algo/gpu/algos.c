@@ -110,18 +110,35 @@ static void plan_one(const struct algo_args* a, int me, int n, struct gx_plan* p
   p->maxlen = block;
 }
 
-void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, struct gx_plan* p) {
+/* Slice of rank q in a rooted plan: rank q's slice of n (root_free 0), or (root_free 1, n > 1) the
+ * ranks after the root in turn take the n - 1 slices and the root none. */
+static void rooted_slice(size_t count, int n, int root, int root_free, int q, size_t* off, size_t* cnt) {
+  if (!root_free || n == 1) {
+    slice(count, n, q, off, cnt);
+  } else if (q == root) {
+    *off = 0, *cnt = 0;
+  } else {
+    slice(count, n - 1, (q - root - 1 + n) % n, off, cnt);
+  }
+}
+
+int gpu_rooted_root_free(const struct algo_args* a, int nranks) {
+  return a->coll == ALGO_COLL_REDUCE && nranks >= 3 && (uint64_t)a->count * a->es >= GPU_ROOT_FREE_MIN;
+}
+
+void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, int root_free, struct gx_plan* p) {
   size_t es = a->es, off, cnt, moff, mcnt;
+  int m = root_free && nranks > 1 ? nranks - 1 : nranks;
   plan_init(p, a, GX_REDUCE);
   p->scale_send = 0;
-  slice(a->count, nranks, rank, &moff, &mcnt);
+  rooted_slice(a->count, nranks, a->root, root_free, rank, &moff, &mcnt);
   for (int q = 0; q < nranks; q++) {
-    slice(a->count, nranks, q, &off, &cnt);
+    rooted_slice(a->count, nranks, a->root, root_free, q, &off, &cnt);
     p->send_off[q] = off * es, p->send_len[q] = cnt * es;
   }
   p->recv_len[rank] = mcnt * es;
   p->red_off = moff * es;
-  p->maxlen = (a->count + (size_t)nranks - 1) / (size_t)nranks * es;
+  p->maxlen = (a->count + (size_t)m - 1) / (size_t)m * es;
   p->one_src = a->coll == ALGO_COLL_BROADCAST;
   p->one_dst = a->coll == ALGO_COLL_REDUCE;
   p->root = a->root;

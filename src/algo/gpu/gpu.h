@@ -250,9 +250,18 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
  * scatter, then allgather); pure, for the run functions and the CPU-side plan test. */
 int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]);
 /* The staged plan of a broadcast or reduce (GX_REDUCE over slices, one_src / one_dst): rank q
- * moves slice q of the message: from the root's input into every rank's output (broadcast), or
- * reduced from every rank's input into the root's output (reduce). */
-void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, struct gx_plan* out);
+ * moves its slice of the message: from the root's input into every rank's output (broadcast), or
+ * reduced from every rank's input into the root's output (reduce). root_free (n > 1): the root has
+ * no slice, the others share the message (the root's links then carry the message once each way
+ * instead of 1.5 times out for a reduce's root on 4 ranks). */
+void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, int root_free, struct gx_plan* out);
+/* Whether call a's rooted plan leaves the root without a slice: a reduce on 3+ ranks from
+ * GPU_ROOT_FREE_MIN bytes. Measured on 4x H100 (eager, float sum, us, root with / without a slice):
+ * reduce 34.8 / 43.8 at 4M, 94.2 / 96.1 at 16M, 316 / 277 at 64M, 1199 / 1037 at 256M; broadcast
+ * 38.0 / 38.3, 95.1 / 95.2, 312 / 405, 1157 / 1592; 2 ranks, 256M: reduce 814 / 893, broadcast
+ * 760 / 840. The same on every rank (size, collective and rank count are). */
+#define GPU_ROOT_FREE_MIN (64ull << 20)
+int gpu_rooted_root_free(const struct algo_args* a, int nranks);
 /* A group's sends and receives on GPU ranks (p2p.c). */
 struct p2p_op;
 mscclppResult_t gpu_p2p_run(struct p2p_op* ops, int nops);

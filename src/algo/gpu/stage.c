@@ -45,7 +45,7 @@ static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args*
 static void stage_plan(struct algo_comm* ac, const struct algo_args* a, struct gx_plan* p, struct gx_zc* z) {
   struct gx_plan two[2];
   if (a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE) {
-    gpu_plan_rooted(a, ac->rank, ac->nranks, p);
+    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_root_free(a, ac->nranks), p);
   } else {
     (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, two);
     *p = two[0];
