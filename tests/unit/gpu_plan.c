@@ -186,6 +186,14 @@ static void run_rooted(struct sim* s, int root_free) {
   for (int r = 0; r < s->n; r++) free(s->bufs[r]);
 }
 
+/* A case: n ranks, root = count % n, verify.h's data from seed. */
+static void sim_init(struct sim* s, int n, int coll, int dtype, int op, int inplace, size_t count, uint64_t seed) {
+  memset(s, 0, sizeof(*s));
+  s->n = n, s->coll = coll, s->dtype = dtype, s->op = op, s->inplace = inplace;
+  s->count = count, s->root = (int)(count % (size_t)n);
+  s->spec = (struct verify_spec){.dtype = dtype, .op = op, .nranks = n, .seed = seed};
+}
+
 int main(void) {
   static const int ns[] = {1, 2, 3, 4, 8};
   static const int dtypes[] = {7, 9, 2, 10, 8, 1, 6, 11};
@@ -201,19 +209,13 @@ int main(void) {
             for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
               for (int tp = 0; tp < (coll == ALGO_COLL_ALLREDUCE ? 2 : 1); tp++) {
                 struct sim s;
-                memset(&s, 0, sizeof(s));
-                s.n = ns[ni], s.coll = coll, s.dtype = dtypes[di], s.op = op, s.inplace = inplace;
-                s.count = counts[ci], s.root = (int)(counts[ci] % (size_t)s.n);
-                s.spec = (struct verify_spec){.dtype = s.dtype, .op = op, .nranks = s.n, .seed = seed++};
+                sim_init(&s, ns[ni], coll, dtypes[di], op, inplace, counts[ci], seed++);
                 run_one(&s, tp);
                 cases++;
                 /* the staged plans (premulsum runs the bulk kernel instead) */
                 for (int rf = 0; rf < 2 && (coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE) &&
                                  op != ELEM_OP_PREMUL && tp == 0; rf++) {
-                  memset(&s, 0, sizeof(s));
-                  s.n = ns[ni], s.coll = coll, s.dtype = dtypes[di], s.op = op, s.inplace = inplace;
-                  s.count = counts[ci], s.root = (int)(counts[ci] % (size_t)s.n);
-                  s.spec = (struct verify_spec){.dtype = s.dtype, .op = op, .nranks = s.n, .seed = seed++};
+                  sim_init(&s, ns[ni], coll, dtypes[di], op, inplace, counts[ci], seed++);
                   run_rooted(&s, rf);
                   cases++;
                 }
