@@ -11,10 +11,14 @@ ahead of the rules for every datatype, which a later run without --dtype keeps b
 On GPU ranks the captured-only algorithms (zero copy) are timed too (every run is
 CUDA-graph timed, i.e. captured): where one of them is the fastest of all, a rule with both bounds
 names it ahead of the others; the selection skips such rules for calls outside capture, which
-then take the fastest of the other algorithms (--no-captured leaves them out).
+then take the fastest of the other algorithms (--no-captured leaves them out). Those other
+algorithms are timed a second time outside graphs (eager calls, as most PyTorch training makes
+them), and their rules follow the eager times; --no-eager makes them from the graph runs instead
+(half the runs, for a table serving captured calls).
 
   mscclpp-tune.py -n 4 [--kind gpu] [--collectives allreduce,allgather] [-b 8 -e 256M -f 4]
-                  [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--bin DIR] [--update tuning/algo.tsv]
+                  [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--no-eager] [--bin DIR]
+                  [--update tuning/algo.tsv]
 
 A run that fails is not printed in full: at the end one line says how many failed, the first
 failure's last line of output, and the log file that holds all their output; the exit status is
@@ -85,6 +89,15 @@ def captured_rules(win, captured_only):
         if mx is not None:
             lo = mx + 1
     return out
+
+
+def make_rules(times, captured_only, eager_times=None):
+    """The rules of one collective: times {algorithm: {bytes: us}} of every algorithm (on GPU ranks
+    timed in graphs), captured_only the names that serve captured calls alone, eager_times the
+    others timed outside graphs (None: not timed so). Captured-only winners of times first (both
+    bounds), then the fastest of the others at each size, by eager_times when given."""
+    others = eager_times if eager_times is not None else {a: t for a, t in times.items() if a not in captured_only}
+    return captured_rules(winners(times), captured_only) + rules(winners(others))
 
 
 def tsv_rows(coll, kind, nranks, rule_list, dtype=None):
@@ -164,18 +177,19 @@ class Failures:
             f.write("== %s\n%s\n" % (what, output))
 
 
-def measure(args, coll, algo, failures):
+def measure(args, coll, algo, failures, graphs=None):
     """{bytes: out-of-place us} of one forced algorithm (empty when the run failed, which failures
-    records)."""
+    records); GPU ranks: graphs CUDA-graph replays per size (0: eager calls; default --graphs)."""
+    graphs = args.graphs if graphs is None else graphs
     with tempfile.TemporaryDirectory() as tmp:
         js = os.path.join(tmp, "perf.json")
         cmd = [os.path.join(args.bin, "mscclpp-run"), "-n", str(args.nranks), os.path.join(args.bin, "mscclpp-perf"),
                coll, "--" + args.kind, "-b", args.b, "-e", args.e, "-f", str(args.f), "-n", str(args.iters),
                "-w", str(args.warmup), "-c", "0", "-d", args.dtype or "float", "--json", js]
         if args.kind == "gpu":
-            cmd += ["-G", str(args.graphs)]
+            cmd += ["-G", str(graphs)]
         env = dict(os.environ, MSCCLPP_ALGO=algo)
-        what = "%s with %s" % (coll, algo)
+        what = "%s with %s%s" % (coll, algo, " (eager)" if args.kind == "gpu" and graphs == 0 else "")
         try:
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
         except subprocess.TimeoutExpired as e:
@@ -214,6 +228,8 @@ def parse_args(argv=None):
     ap.add_argument("--graphs", type=int, default=10, help="GPU ranks: CUDA graph replays per size (default 10)")
     ap.add_argument("--dtype", help="tune for this datatype alone (mscclpp-perf's name, e.g. half)")
     ap.add_argument("--no-captured", action="store_true", help="leave the captured-only algorithms out")
+    ap.add_argument("--no-eager", action="store_true",
+                    help="GPU ranks: rules for calls outside graphs from the graph runs (no eager runs)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one mscclpp-perf run may take (default 300)")
     ap.add_argument("--bin", default=os.path.dirname(os.path.abspath(__file__)),
                     help="directory of mscclpp-run, mscclpp-perf and mscclpp-info (default: this script's)")
@@ -252,18 +268,25 @@ def main(argv=None):
         runs += len(algos)
         times = {a: measure(args, coll, a, failures) for a, _ in algos}
         times = {a: t for a, t in times.items() if t}
-        eager = {a: t for a, t in times.items() if a not in captured_only}
-        if not eager:
+        others = {a: t for a, t in times.items() if a not in captured_only}
+        eager_times = None
+        if args.kind == "gpu" and not args.no_eager and args.graphs > 0:
+            runs += len(others)
+            eager_times = {a: measure(args, coll, a, failures, 0) for a in others}
+            eager_times = {a: t for a, t in eager_times.items() if t}
+        if not (others if eager_times is None else eager_times):
             sys.stderr.write("mscclpp-tune: no algorithm of %s ran on %s ranks\n" % (coll, args.kind))
             continue
-        for a, t in times.items():
-            print("# %s %s: %s" % (coll, a, " ".join("%s=%.1f" % (fmt_bytes(b), us) for b, us in sorted(t.items()))))
-        rule_list = captured_rules(winners(times), captured_only) + rules(winners(eager))
+        for label, tt in (("", times), (" eager", eager_times or {})):
+            for a, t in tt.items():
+                print("# %s %s%s: %s" % (coll, a, label, " ".join("%s=%.1f" % (fmt_bytes(b), us) for b, us in sorted(t.items()))))
+        rule_list = make_rules(times, captured_only, eager_times)
         rows = tsv_rows(coll, args.kind, args.nranks, rule_list, args.dtype)
         print("\n".join(rows))
         if text is not None:
-            note = "%s measured %s (out-of-place us, fastest wins)" % (
-                note_prefix(coll, args.kind, args.nranks, args.dtype), stamp)
+            note = "%s measured %s (out-of-place us, fastest wins%s)" % (
+                note_prefix(coll, args.kind, args.nranks, args.dtype), stamp,
+                "; captured-only rules from graph runs, the others from eager runs" if eager_times is not None else "")
             text = update_table(text, coll, args.kind, args.nranks, rows, note, args.dtype)
     if args.update:
         with open(args.update, "w") as f:

@@ -39,6 +39,11 @@ check(crow[0].split() == ["allreduce", "gpu", "4", "4", "9", "64K", "z", "*", "h
       "captured rows first, bounded: %r" % crow)
 check(tune.captured_rules(tune.winners({"z": {8: 1.0, 64: 1.0}, "a": {8: 2.0, 64: 2.0}}), {"z"}) == [(0, None, "z")],
       "a captured-only winner of every size: one rule for all")
+# Eager times decide the rules for every call; the graph times only place the captured-only ones.
+gt = {"z": {8: 1.0, 64: 9.0, 1024: 9.0}, "a": {8: 2.0, 64: 2.0, 1024: 5.0}, "b": {8: 3.0, 64: 3.0, 1024: 4.0}}
+et = {"a": {8: 4.0, 64: 6.0, 1024: 9.0}, "b": {8: 5.0, 64: 5.0, 1024: 8.0}}
+check(tune.make_rules(gt, {"z"}, et) == [(0, 8, "z"), (8, "a"), (None, "b")], "eager rules: %r" % tune.make_rules(gt, {"z"}, et))
+check(tune.make_rules(gt, {"z"}) == [(0, 8, "z"), (64, "a"), (None, "b")], "graph-only rules: %r" % tune.make_rules(gt, {"z"}))
 rows = tune.tsv_rows("allreduce", "gpu", 4, r)
 check(len(rows) == 3 and rows[0].split() == ["allreduce", "gpu", "4", "4", "0", "8", "a", "*", "hosts=1"], "rows: %r" % rows)
 table = "# head\nallreduce gpu 4 4 0 1K old\nallreduce gpu 1 * 0 * keep\nallgather gpu 1 * 0 * other\n"
