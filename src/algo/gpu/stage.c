@@ -40,8 +40,9 @@ static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args*
   return sliceable(a->coll) ? b : b * n;
 }
 
-/* The call's plan for the staged kernel: allreduce's reduce-scatter phase (put_reduced: each
- * slice also goes to every peer), broadcast's and reduce's sliced plans, the others' one plan. */
+/* The call's plan for the staged kernel: allreduce's reduce-scatter phase (put_reduced:
+ * each slice also goes to every peer), broadcast's and reduce's sliced plans, the others' one plan;
+ * the own buffers in z (the peers' are the caller's to set). */
 static void stage_plan(struct algo_comm* ac, const struct algo_args* a, struct gx_plan* p, struct gx_zc* z) {
   struct gx_plan two[2];
   if (a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE) {
@@ -50,7 +51,21 @@ static void stage_plan(struct algo_comm* ac, const struct algo_args* a, struct g
     (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, two);
     *p = two[0];
   }
+  memset(z, 0, sizeof(*z));
+  z->peer_src[ac->rank] = (const char*)a->send;
+  z->peer_dst[ac->rank] = (char*)a->recv;
   z->put_reduced = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_BROADCAST;
+  z->staged = 1;
+}
+
+/* Launches the staged kernel with plan p and z on the call's stream (t0: when the call began). */
+static mscclppResult_t stage_go(struct gpu_net* g, const struct algo_args* a, struct gx_plan* p, struct gx_zc* z,
+                                uint64_t t0) {
+  z->chunk = gpu_zc_chunk(g, p->maxlen);
+  MPP_CHECK(gpu_launch_zc(&g->d, p, z, a->stream));
+  g->graph_launches++;
+  if (z->ezc) g->ez.launch_ns += time_now_ns() - t0;
+  return mscclppSuccess;
 }
 
 /* One staged launch of call a (its staged buffer fits the stage), eager zero copy when the call is
@@ -59,21 +74,14 @@ static void stage_plan(struct algo_comm* ac, const struct algo_args* a, struct g
 static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a,
                                     const uint32_t* skip) {
   uint64_t t0 = time_now_ns();
-  struct gx_plan p[1];
+  struct gx_plan p;
   struct gx_zc z;
-  memset(&z, 0, sizeof(z));
-  stage_plan(ac, a, &p[0], &z);
-  for (int q = 0; q < ac->nranks; q++) z.peer_src[q] = z.peer_dst[q] = g->d.peer_scratch[q] + g->d.ll_bytes;
-  z.peer_src[ac->rank] = (const char*)a->send;
-  z.peer_dst[ac->rank] = (char*)a->recv;
-  z.staged = 1;
-  p[0].skip = skip;
+  stage_plan(ac, a, &p, &z);
+  for (int q = 0; q < ac->nranks; q++)
+    if (q != ac->rank) z.peer_src[q] = z.peer_dst[q] = g->d.peer_scratch[q] + g->d.ll_bytes;
+  p.skip = skip;
   if (!a->captured && skip == NULL) MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
-  z.chunk = gpu_zc_chunk(g, p[0].maxlen);
-  MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
-  g->graph_launches++;
-  if (z.ezc) g->ez.launch_ns += time_now_ns() - t0;
-  return mscclppSuccess;
+  return stage_go(g, a, &p, &z, t0);
 }
 
 /* An eager call larger than the stage: one launch over the whole call that goes zero copy when
@@ -82,21 +90,14 @@ static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, con
 static mscclppResult_t stage_probe(struct gpu_net* g, struct algo_comm* ac, const struct algo_args* a,
                                    const uint32_t** skip) {
   uint64_t t0 = time_now_ns();
-  struct gx_plan p[1];
+  struct gx_plan p;
   struct gx_zc z;
-  memset(&z, 0, sizeof(z));
-  stage_plan(ac, a, &p[0], &z);
-  z.peer_src[ac->rank] = (const char*)a->send;
-  z.peer_dst[ac->rank] = (char*)a->recv;
-  z.staged = 1;
+  stage_plan(ac, a, &p, &z);
   MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
   *skip = NULL;
   if (!z.ezc) return mscclppSuccess;
   z.went = g->ez.went;
-  z.chunk = gpu_zc_chunk(g, p[0].maxlen);
-  MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
-  g->graph_launches++;
-  g->ez.launch_ns += time_now_ns() - t0;
+  MPP_CHECK(stage_go(g, a, &p, &z, t0));
   *skip = g->ez.went;
   return mscclppSuccess;
 }
