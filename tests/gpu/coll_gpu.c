@@ -9,11 +9,13 @@
  *                        table: the tuning table's choice, sizes across the crossovers
  *                        zc: the zero-copy algorithms; each batch is captured into a CUDA graph
  *                        and replayed once (in-place alltoall and premulsum take the bulk path);
- *                        the communicator's first collective is captured (its setup with it)
+ *                        the communicator's first collective is captured (its setup with it);
+ *                        reductions in two passes (zcg: one)
  *                        zcg: zc on a blocking stream captured in global mode (the strictest)
  *                        zcw / zcwc / zcr: zc eagerly on windows (zcwc: checked) / registered buffers
  *                        st / stg / stp: the staged algorithms eager / captured / with a small stage
- *                        (st: eager calls go zero copy once every rank's buffers are announced)
+ *                        (st: eager calls go zero copy once every rank's buffers are announced;
+ *                        st and stpm: two-pass reductions and the broadcast's push chain)
  *                        stn: st with eager zero copy off (every call through the stage)
  *                        stm: st with the last rank moving to fresh buffers now and then, so that
  *                        calls its peers cannot map yet stay staged while the others go zero copy
@@ -279,6 +281,7 @@ int main(int argc, char** argv) {
   } else if (strcmp(variant, "zc") == 0 || strcmp(variant, "zcg") == 0) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc", 1);
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1); /* several blocks at small sizes */
+    if (strcmp(variant, "zc") == 0) setenv("MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN", "4096", 1); /* zcg: one pass */
     g.graph = 1;
   } else if (strcmp(variant, "zcw") == 0 || strcmp(variant, "zcwc") == 0) { /* eager, on windows (zcwc: checked) */
     setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc", 1);
@@ -301,6 +304,12 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1);
     if (strcmp(variant, "stp") == 0 || strcmp(variant, "stpm") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
     if (strcmp(variant, "stn") == 0) setenv("MSCCLPP_ALGO_GPU_EAGER_ZC", "0", 1);
+    if (strcmp(variant, "st") == 0 || strcmp(variant, "stpm") == 0) {
+      /* at the test's sizes: two-pass reductions and the broadcast's push chain (the others keep
+       * one pass and every rank copying from the root) */
+      setenv("MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN", "4096", 1);
+      setenv("MSCCLPP_ALGO_GPU_BCAST_CHAIN_MIN", "0", 1);
+    }
     g.moving = strcmp(variant, "stm") == 0 || strcmp(variant, "stpm") == 0;
     g.graph = strcmp(variant, "stg") == 0;
     g.staged = 1;

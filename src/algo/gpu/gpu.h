@@ -112,6 +112,12 @@ struct gx_zc {
   char* peer_dst[GPU_MAX_RANKS];       /* rank q's output */
   uint64_t chunk;                      /* bytes of each part per block, a multiple of 16 */
   int put_reduced;
+  int two_pass; /* reductions into the own output (allreduce, reducescatter): 0: each unit reduced and
+                   written to every output at once; 1: the slice reduced into the own output from
+                   every input at once, then put from there (put_reduced); 2: the same, the inputs
+                   read one peer at a time */
+  uint64_t chain_sub; /* eager zero-copy broadcast on the root-free plan: bytes per step of the push
+                         chain (zc_bcast_chain); 0: every rank copies its slice from the root's input */
   int staged; /* 1: a staged call (stage.c): peer_src / peer_dst of the peers are their stages */
   int ezc;    /* staged and eager: zero copy when every rank's descriptor allows (ezc.c) */
   const struct ezc_entry* table; /* ezc: device, table[q * EZC_SLOTS + aseq - 1] */
@@ -244,6 +250,14 @@ MSCCLPP_HOST_DEVICE_INLINE uint64_t gpu_meta_off(const struct gpu_dev* d) {
 /* Bytes per block of a zero-copy or staged launch whose largest part is maxlen: at least
  * MSCCLPP_ALGO_GPU_ZC_CHUNK, more so that at most nblocks blocks cover the part; a multiple of 16. */
 uint64_t gpu_zc_chunk(const struct gpu_net* g, uint64_t maxlen);
+/* z's chunk for plan p, two_pass for a reduction into the own output whose parts reach
+ * MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN bytes (MSCCLPP_ALGO_GPU_ZC_STAGGER: staggered) and the step of a
+ * broadcast's push chain; the same on every rank (maxlen and the parameters are). */
+void gpu_zc_shape(const struct gpu_net* g, const struct gx_plan* p, struct gx_zc* z);
+/* Whether an eager broadcast that may go zero copy takes the root-free plan and the push chain
+ * (3+ ranks, MSCCLPP_ALGO_GPU_BCAST_CHAIN > 0 from MSCCLPP_ALGO_GPU_BCAST_CHAIN_MIN bytes, eager zero
+ * copy on); the same on every rank. */
+int gpu_bcast_chain(const struct algo_args* a, int nranks);
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
                                      struct gx_zc* z, struct gx_plan p[2], int* go);
 /* The plans of collective a on rank `rank` of nranks (1, or 2 for a two-phase allreduce: reduce-
@@ -261,6 +275,7 @@ void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, int root_f
  * 38.0 / 38.3, 95.1 / 95.2, 312 / 405, 1157 / 1592; 2 ranks, 256M: reduce 814 / 893, broadcast
  * 760 / 840. The same on every rank (size, collective and rank count are). */
 #define GPU_ROOT_FREE_MIN (64ull << 20)
+#define GPU_CHAIN_MIN_STEP 2048 /* bytes: the smallest step of a broadcast's push chain */
 int gpu_rooted_root_free(const struct algo_args* a, int nranks);
 /* A group's sends and receives on GPU ranks (p2p.c). */
 struct p2p_op;

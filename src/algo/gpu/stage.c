@@ -41,12 +41,15 @@ static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args*
 }
 
 /* The call's plan for the staged kernel: allreduce's reduce-scatter phase (put_reduced:
- * each slice also goes to every peer), broadcast's and reduce's sliced plans, the others' one plan;
- * the own buffers in z (the peers' are the caller's to set). */
-static void stage_plan(struct algo_comm* ac, const struct algo_args* a, struct gx_plan* p, struct gx_zc* z) {
+ * each slice also goes to every peer), broadcast's and reduce's sliced plans (a broadcast that
+ * may go zero copy, may_ezc, root-free for the push chain), the others' one plan; the own buffers
+ * in z (the peers' are the caller's to set). */
+static void stage_plan(struct algo_comm* ac, const struct algo_args* a, int may_ezc, struct gx_plan* p,
+                       struct gx_zc* z) {
   struct gx_plan two[2];
   if (a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE) {
-    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_root_free(a, ac->nranks), p);
+    int root_free = gpu_rooted_root_free(a, ac->nranks) || (may_ezc && gpu_bcast_chain(a, ac->nranks));
+    gpu_plan_rooted(a, ac->rank, ac->nranks, root_free, p);
   } else {
     (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, two);
     *p = two[0];
@@ -61,7 +64,7 @@ static void stage_plan(struct algo_comm* ac, const struct algo_args* a, struct g
 /* Launches the staged kernel with plan p and z on the call's stream (t0: when the call began). */
 static mscclppResult_t stage_go(struct gpu_net* g, const struct algo_args* a, struct gx_plan* p, struct gx_zc* z,
                                 uint64_t t0) {
-  z->chunk = gpu_zc_chunk(g, p->maxlen);
+  gpu_zc_shape(g, p, z);
   MPP_CHECK(gpu_launch_zc(&g->d, p, z, a->stream));
   g->graph_launches++;
   if (z->ezc) g->ez.launch_ns += time_now_ns() - t0;
@@ -76,7 +79,7 @@ static mscclppResult_t stage_launch(struct gpu_net* g, struct algo_comm* ac, con
   uint64_t t0 = time_now_ns();
   struct gx_plan p;
   struct gx_zc z;
-  stage_plan(ac, a, &p, &z);
+  stage_plan(ac, a, !a->captured && skip == NULL, &p, &z);
   for (int q = 0; q < ac->nranks; q++)
     if (q != ac->rank) z.peer_src[q] = z.peer_dst[q] = g->d.peer_scratch[q] + g->d.ll_bytes;
   p.skip = skip;
@@ -92,7 +95,7 @@ static mscclppResult_t stage_probe(struct gpu_net* g, struct algo_comm* ac, cons
   uint64_t t0 = time_now_ns();
   struct gx_plan p;
   struct gx_zc z;
-  stage_plan(ac, a, &p, &z);
+  stage_plan(ac, a, 1, &p, &z);
   MPP_CHECK(gpu_ezc_prepare(g, ac, a, &z));
   *skip = NULL;
   if (!z.ezc) return mscclppSuccess;

@@ -192,6 +192,27 @@ uint64_t gpu_zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
   return (c + 15) / 16 * 16;
 }
 
+void gpu_zc_shape(const struct gpu_net* g, const struct gx_plan* p, struct gx_zc* z) {
+  int64_t min = param_int(PARAM_ALGO_GPU_ZC_TWO_PASS_MIN);
+  z->chunk = gpu_zc_chunk(g, p->maxlen);
+  z->two_pass = 0;
+  if (p->mode == GX_REDUCE && !p->one_src && !p->one_dst && min > 0 && p->maxlen >= (uint64_t)min)
+    z->two_pass = param_int(PARAM_ALGO_GPU_ZC_STAGGER) ? 2 : 1;
+  int64_t steps = param_int(PARAM_ALGO_GPU_BCAST_CHAIN);
+  z->chain_sub = 0;
+  if (p->one_src && p->send_len[p->root] == 0 && steps > 0) {
+    uint64_t sub = (z->chunk + (uint64_t)steps - 1) / (uint64_t)steps;
+    sub = (sub + 15) / 16 * 16;
+    z->chain_sub = sub < GPU_CHAIN_MIN_STEP ? GPU_CHAIN_MIN_STEP : sub;
+  }
+}
+
+int gpu_bcast_chain(const struct algo_args* a, int nranks) {
+  int64_t min = param_int(PARAM_ALGO_GPU_BCAST_CHAIN_MIN);
+  return a->coll == ALGO_COLL_BROADCAST && !a->captured && nranks >= 3 && param_int(PARAM_ALGO_GPU_BCAST_CHAIN) > 0 &&
+         param_int(PARAM_ALGO_GPU_EAGER_ZC) != 0 && (uint64_t)a->count * a->es >= (uint64_t)(min < 0 ? 0 : min);
+}
+
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
                                      struct gx_zc* z, struct gx_plan p[2], int* go) {
   int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
@@ -215,7 +236,7 @@ mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a) {
   MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, p, &go));
   if (!go) return gpu_bulk_of(a->coll)(ac, a);
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
-  z.chunk = gpu_zc_chunk(g, p[0].maxlen);
+  gpu_zc_shape(g, &p[0], &z);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
   g->graph_launches++;
   return mscclppSuccess;

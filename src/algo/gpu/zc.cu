@@ -38,13 +38,15 @@ __device__ void zc_put(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint6
 }
 
 /* n bytes at src into each of ndst destinations, src read once where every address is 16-byte
- * aligned (16 bytes per thread and step; the tail and unaligned ranges copied per destination). */
+ * aligned (16 bytes per thread and step; the tail and unaligned ranges copied per destination).
+ * CG: the aligned loads past L1 (src written by a peer over NVLink during this kernel). */
+template <bool CG = false>
 __device__ void zc_copy_many(char* const* dsts, int ndst, const char* src, uint64_t n) {
   uintptr_t mis = (uintptr_t)src;
   for (int k = 0; k < ndst; k++) mis |= (uintptr_t)dsts[k];
   uint64_t done = (mis & 15) == 0 ? n / 16 * 16 : 0;
   for (uint64_t u = threadIdx.x; u < done / 16; u += blockDim.x) {
-    uint4 v = ((const uint4*)src)[u];
+    uint4 v = CG ? __ldcg((const uint4*)src + u) : ((const uint4*)src)[u];
     for (int k = 0; k < ndst; k++) ((uint4*)dsts[k])[u] = v;
   }
   if (done < n)
@@ -69,7 +71,73 @@ __device__ void zc_reduce(const gpu_dev& d, const gx_plan& p, const gx_zc& z, ui
     return;
   }
   for (int r = 0; r < d.nranks; r++) srcs[r] = z.peer_src[r] + p.send_off[d.rank] + lo;
-  red_range_to<DT, OP, true>(dsts, ndst, srcs, d.nranks, n / sizeof(typename Ty<DT>::T), threadIdx.x, blockDim.x);
+  uint64_t count = n / sizeof(typename Ty<DT>::T);
+  if (!z.two_pass || p.one_dst) {
+    red_range_to<DT, OP, true>(dsts, ndst, srcs, d.nranks, count, threadIdx.x, blockDim.x);
+    return;
+  }
+  /* Two passes: every read of the range (the peers' inputs) before any put into a peer's output,
+   * so the links carry reads, then writes, not both at once. Staggered (two_pass 2), the reads
+   * go one peer at a time, accumulated in the own output: every rank reads from a different peer
+   * at once (a permutation, as in a ring) instead of from all of them. Barriers order this block's
+   * writes of the own output before its reads of them (passes split the range differently when
+   * it is not 16-byte aligned everywhere). In place, a peer's input range read in the first pass
+   * is the output range written in the second, by this block alone. */
+  if (z.two_pass == 2 && OP != ELEM_OP_AVG && d.nranks > 2) {
+    const char* acc[2] = {srcs[d.rank], NULL};
+    for (int i = 1; i < d.nranks; i++) {
+      acc[1] = srcs[(d.rank + i) % d.nranks];
+      red_range_to<DT, OP, true>(dsts, 1, acc, 2, count, threadIdx.x, blockDim.x);
+      __syncthreads();
+      acc[0] = dsts[0];
+    }
+  } else {
+    red_range_to<DT, OP, true>(dsts, 1, srcs, d.nranks, count, threadIdx.x, blockDim.x);
+    __syncthreads();
+  }
+  if (ndst > 1) zc_copy_many(dsts + 1, ndst - 1, dsts[0], n);
+}
+
+/* Broadcast as a push chain (z.chain_sub > 0; the root-free plan: slice q is rank q's, the root has
+ * none). Each step covers chain_sub bytes of this block's range of every slice: the root puts slice
+ * q's bytes into rank q's output (and its own), then signals q on this block's channel; rank q
+ * waits for that signal and puts the same bytes from its output into the other non-roots'. Every
+ * byte leaves the root once and the links carry writes alone; the root streams while the ranks
+ * forward the step before. Every rank counts the same steps (from maxlen and chunk), so the root's
+ * signals and a rank's waits pair up. Nonzero in every thread when a wait failed. */
+__device__ int zc_bcast_chain(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
+  uint64_t end = p.maxlen < lo + z.chunk ? p.maxlen : lo + z.chunk;
+  uint64_t steps = end > lo ? (end - lo + z.chain_sub - 1) / z.chain_sub : 0;
+  const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
+  const int t = (int)threadIdx.x;
+  for (uint64_t s = 0; s < steps; s++) {
+    uint64_t at = lo + s * z.chain_sub;
+    if (d.rank == p.root) {
+      for (int i = 1; i < d.nranks; i++) {
+        int q = (d.rank + i) % d.nranks;
+        uint64_t n = zc_share(p.send_len[q], at, z.chain_sub), off = p.send_off[q] + at;
+        const char* src = z.peer_src[d.rank] + off;
+        char* dsts[2] = {z.peer_dst[q] + off, z.peer_dst[d.rank] + off};
+        if (n > 0) zc_copy_many(dsts, dsts[1] == src ? 1 : 2, src, n);
+      }
+      /* The barrier orders every thread's puts of this step before the signals, which release them
+       * to rank q: after its wait, q reads them. */
+      __syncthreads();
+      if (t < d.nranks && t != d.rank) mscclppMemoryChannelSignal(&ch[t]);
+      continue;
+    }
+    int rc = t == p.root ? mscclppMemoryChannelWait(&ch[t]) : MSCCLPP_DEVICE_OK;
+    if (__syncthreads_or(rc != MSCCLPP_DEVICE_OK)) return 1; /* the device-error record names the root */
+    uint64_t n = zc_share(p.send_len[d.rank], at, z.chain_sub), off = p.send_off[d.rank] + at;
+    char* dsts[GPU_MAX_RANKS];
+    int ndst = 0;
+    for (int i = 1; i < d.nranks; i++) {
+      int q = (d.rank + i) % d.nranks;
+      if (q != p.root) dsts[ndst++] = z.peer_dst[q] + off;
+    }
+    if (n > 0 && ndst > 0) zc_copy_many<true>(dsts, ndst, z.peer_dst[d.rank] + off, n);
+  }
+  return 0;
 }
 
 /* Staged calls (z.staged): the stage is the bulk region of the scratch, laid out like the buffer
@@ -143,7 +211,7 @@ __device__ bool ezc_decide(const gpu_dev& d, const gx_zc& z, gx_zc& sz, ezc_desc
   int t = (int)threadIdx.x, q = t / words, w = t % words;
   if (q < d.nranks && q != d.rank)
     ((uint4*)&sd[q])[w] = __ldcg((const uint4*)ezc_slot(d, d.scratch, q) + w);
-  if (t == 0) sz.chunk = z.chunk, sz.put_reduced = z.put_reduced;
+  if (t == 0) sz.chunk = z.chunk, sz.put_reduced = z.put_reduced, sz.two_pass = z.two_pass, sz.chain_sub = z.chain_sub;
   __syncthreads();
   bool ok = true;
   if (t < d.nranks) {
@@ -186,7 +254,9 @@ __device__ void ezc_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uin
     return;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(z.hits, 1u);
-  if (p.mode == GX_COPY) zc_put(d, p, sz, lo);
+  if (p.one_src && sz.chain_sub > 0) {
+    if (zc_bcast_chain(d, p, sz, lo)) return;
+  } else if (p.mode == GX_COPY) zc_put(d, p, sz, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, sz, lo);
   __syncthreads();
   (void)gx_round(d, true); /* the closing round */
