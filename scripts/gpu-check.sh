@@ -106,7 +106,7 @@ if [ "$ngpus" -ge 1 ] && [ "${GPU_CHECK_PLANS:-1}" != 0 ] &&
     dir="$perf_plans/$kind"
     [ "$kind" = builtin ] && dir="$perf_plans/none"
     MSCCLPP_PLAN_DIR="$dir" timeout "$perf_timeout" "$bin/mscclpp-run" -n "$nr" "$bin/mscclpp-perf" allreduce --gpu \
-      -s 1K,64K,1M,16M -n 20 -w 5 -G 20 -c 1 >"$out/plan-$kind.txt" 2>&1
+      -s 1K,64K,1M,16M,256M -n 20 -w 5 -G 20 -c 1 >"$out/plan-$kind.txt" 2>&1
     add "plans: allreduce $kind ($nr GPU ranks)" "exit $?$(grep -q 'FAILED' "$out/plan-$kind.txt" && echo ', WRONG RESULTS')"
     plan_table+=("$(awk -v k="$kind" '$1 ~ /^[0-9]+$/ && NF >= 13 { printf "%-8s %11s %10s %10s\n", k, $1, $6, $10 }' "$out/plan-$kind.txt")")
   done
