@@ -194,7 +194,65 @@ static void sim_init(struct sim* s, int n, int coll, int dtype, int op, int inpl
   s->spec = (struct verify_spec){.dtype = dtype, .op = op, .nranks = n, .seed = seed};
 }
 
+#if MSCCLPP_HAVE_CUDA
+/* The kernel shape gpu_zc_shape gives a plan, with the default parameters: two passes (staggered)
+ * for reductions into the own output from 1 MiB parts; the broadcast's push chain only on the
+ * root-free plan, its step a multiple of 16 that covers a block's range in at most 32 steps and is
+ * never under GPU_CHAIN_MIN_STEP; and which broadcasts take the chain (eager, 3+ ranks, 16 MiB). */
+static void shape_rules(void) {
+  struct gpu_net g;
+  memset(&g, 0, sizeof(g));
+  g.d.nblocks = 256;
+  struct gx_plan p;
+  struct gx_zc z;
+  memset(&p, 0, sizeof(p));
+  memset(&z, 0, sizeof(z));
+  p.mode = GX_REDUCE;
+  z.put_reduced = 1;
+  p.maxlen = 1u << 20;
+  gpu_zc_shape(&g, &p, &z);
+  CHECK(z.two_pass == 2 && z.chain_sub == 0);
+  p.maxlen = (1u << 20) - 16;
+  gpu_zc_shape(&g, &p, &z);
+  CHECK(z.two_pass == 0);
+  p.maxlen = 64u << 20, p.one_dst = 1; /* a reduce writes the root's output: one pass */
+  gpu_zc_shape(&g, &p, &z);
+  CHECK(z.two_pass == 0);
+
+  struct algo_args a;
+  memset(&a, 0, sizeof(a));
+  a.coll = ALGO_COLL_BROADCAST, a.es = 4, a.count = (16u << 20) / 4, a.root = 1;
+  CHECK(gpu_bcast_chain(&a, 4) && gpu_bcast_chain(&a, 3));
+  CHECK(!gpu_bcast_chain(&a, 2)); /* 2 ranks: the root's own slice wins (measurements.md) */
+  a.captured = 1;
+  CHECK(!gpu_bcast_chain(&a, 4));
+  a.captured = 0, a.count--;
+  CHECK(!gpu_bcast_chain(&a, 4));
+  a.count = (256u << 20) / 4;
+  for (int root_free = 0; root_free < 2; root_free++) {
+    gpu_plan_rooted(&a, 2, 4, root_free, &p);
+    memset(&z, 0, sizeof(z));
+    z.put_reduced = 1;
+    gpu_zc_shape(&g, &p, &z);
+    CHECK(z.two_pass == 0);
+    if (!root_free) {
+      CHECK(z.chain_sub == 0);
+      continue;
+    }
+    CHECK(z.chain_sub >= GPU_CHAIN_MIN_STEP && z.chain_sub % 16 == 0 && z.chain_sub * 32 >= z.chunk);
+    CHECK(z.chain_sub * 31 < z.chunk); /* not coarser than 32 steps need */
+  }
+  a.count = 1000;
+  gpu_plan_rooted(&a, 0, 4, 1, &p);
+  gpu_zc_shape(&g, &p, &z);
+  CHECK(z.chain_sub == GPU_CHAIN_MIN_STEP);
+}
+#endif
+
 int main(void) {
+#if MSCCLPP_HAVE_CUDA
+  shape_rules();
+#endif
   static const int ns[] = {1, 2, 3, 4, 8};
   static const int dtypes[] = {7, 9, 2, 10, 8, 1, 6, 11};
   static const size_t counts[] = {1, 5, 37, 1001};
