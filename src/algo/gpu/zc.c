@@ -236,6 +236,7 @@ mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a) {
   MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, p, &go));
   if (!go) return gpu_bulk_of(a->coll)(ac, a);
   z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
+  z.open_relaxed = param_int(PARAM_ALGO_GPU_ZC_OPEN_RELAXED) != 0;
   gpu_zc_shape(g, &p[0], &z);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));
   g->graph_launches++;

@@ -98,6 +98,12 @@ __device__ void zc_reduce(const gpu_dev& d, const gx_plan& p, const gx_zc& z, ui
   if (ndst > 1) zc_copy_many(dsts + 1, ndst - 1, dsts[0], n);
 }
 
+/* Bytes of a push chain's step at offset `at` of a block's range [lo, lo + chunk): chain_sub, or
+ * what is left of the range (the last step stops where the next block's range starts). */
+__device__ __forceinline__ uint64_t zc_step(const gx_zc& z, uint64_t lo, uint64_t at) {
+  return lo + z.chunk - at < z.chain_sub ? lo + z.chunk - at : z.chain_sub;
+}
+
 /* Broadcast as a push chain (z.chain_sub > 0; the root-free plan: slice q is rank q's, the root has
  * none). Each step covers chain_sub bytes of this block's range of every slice: the root puts slice
  * q's bytes into rank q's output (and its own), then signals q on this block's channel; rank q
@@ -115,7 +121,7 @@ __device__ int zc_bcast_chain(const gpu_dev& d, const gx_plan& p, const gx_zc& z
     if (d.rank == p.root) {
       for (int i = 1; i < d.nranks; i++) {
         int q = (d.rank + i) % d.nranks;
-        uint64_t n = zc_share(p.send_len[q], at, z.chain_sub), off = p.send_off[q] + at;
+        uint64_t n = zc_share(p.send_len[q], at, zc_step(z, lo, at)), off = p.send_off[q] + at;
         const char* src = z.peer_src[d.rank] + off;
         char* dsts[2] = {z.peer_dst[q] + off, z.peer_dst[d.rank] + off};
         if (n > 0) zc_copy_many(dsts, dsts[1] == src ? 1 : 2, src, n);
@@ -128,7 +134,7 @@ __device__ int zc_bcast_chain(const gpu_dev& d, const gx_plan& p, const gx_zc& z
     }
     int rc = t == p.root ? mscclppMemoryChannelWait(&ch[t]) : MSCCLPP_DEVICE_OK;
     if (__syncthreads_or(rc != MSCCLPP_DEVICE_OK)) return 1; /* the device-error record names the root */
-    uint64_t n = zc_share(p.send_len[d.rank], at, z.chain_sub), off = p.send_off[d.rank] + at;
+    uint64_t n = zc_share(p.send_len[d.rank], at, zc_step(z, lo, at)), off = p.send_off[d.rank] + at;
     char* dsts[GPU_MAX_RANKS];
     int ndst = 0;
     for (int i = 1; i < d.nranks; i++) {
@@ -274,7 +280,7 @@ __global__ void __launch_bounds__(GPU_BULK_THREADS) zc_kernel(gpu_dev d, gx_plan
     zs_body<DT, OP>(d, p, z, lo);
     return;
   }
-  if (gx_round(d, true)) return; /* the rank's device-error record says who timed out */
+  if (z.open_relaxed ? gx_round_open(d) : gx_round(d, true)) return; /* the device-error record names the peer */
   if (p.mode == GX_COPY) zc_put(d, p, z, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, z, lo);
   __syncthreads();
