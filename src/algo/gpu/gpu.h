@@ -119,7 +119,7 @@ struct gx_zc {
   uint64_t chain_sub; /* eager zero-copy broadcast on the root-free plan: bytes per step of the push
                          chain (zc_bcast_chain); 0: every rank copies its slice from the root's input */
   int open_relaxed; /* zero copy over the users' buffers (not staged): the opening round is relaxed
-                       (MSCCLPP_ALGO_GPU_ZC_OPEN_RELAXED; round.cuh gx_round_open) */
+                       (MSCCLPP_ALGO_GPU_ZC_OPEN_RELAXED; round.cuh gx_round) */
   int staged; /* 1: a staged call (stage.c): peer_src / peer_dst of the peers are their stages */
   int ezc;    /* staged and eager: zero copy when every rank's descriptor allows (ezc.c) */
   const struct ezc_entry* table; /* ezc: device, table[q * EZC_SLOTS + aseq - 1] */

@@ -11,31 +11,21 @@
  * and q >= nranks never take part). The signal releases this block's writes and reads made before
  * the caller's __syncthreads to the peer's block; the wait acquires the peer block's before the
  * __syncthreads here. Nonzero in every thread when a wait failed (the rank's device-error record
- * says who timed out). */
-__device__ __forceinline__ int gx_round(const gpu_dev& d, bool part) {
+ * says who timed out).
+ * relaxed: neither releases nor acquires; the round then only tells each peer that this launch has
+ * started, so the stream work before it on this rank (which wrote its input or last read its
+ * output) has completed, its writes in this GPU's memory, where the peers' NVLink reads go. That
+ * suffices for a zero-copy launch's opening round over the users' buffers: it wrote nothing a peer
+ * reads before it (the staged and eager bodies write a stage or descriptors first and release
+ * them). A release round costs about 1.5 us more at 64 blocks (4x H200, docs/measurements.md). */
+__device__ __forceinline__ int gx_round(const gpu_dev& d, bool part, bool relaxed = false) {
   int rc = MSCCLPP_DEVICE_OK;
   const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
   int q = (int)threadIdx.x;
   if (part && q < d.nranks && q != d.rank) {
-    mscclppMemoryChannelSignal(&ch[q]);
-    rc = mscclppMemoryChannelWait(&ch[q]);
-  }
-  return __syncthreads_or(rc != MSCCLPP_DEVICE_OK);
-}
-
-/* The opening round of a zero-copy launch over the users' buffers, relaxed: it only tells each peer
- * that this launch has started, so the stream work before it on this rank (which wrote its input or
- * last read its output) has completed, its writes in this GPU's memory, where the peers' NVLink reads
- * go. This launch wrote nothing before it that a peer reads, so nothing is released (the staged and
- * eager bodies, which write a stage or descriptors first, open with gx_round). A release round costs
- * about 1.5 us more at 64 blocks (4x H200, docs/measurements.md). Nonzero as gx_round. */
-__device__ __forceinline__ int gx_round_open(const gpu_dev& d) {
-  int rc = MSCCLPP_DEVICE_OK;
-  const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
-  int q = (int)threadIdx.x;
-  if (q < d.nranks && q != d.rank) {
-    mscclppMemoryChannelRelaxedSignal(&ch[q]);
-    rc = mscclppMemoryChannelRelaxedWait(&ch[q]);
+    if (relaxed) mscclppMemoryChannelRelaxedSignal(&ch[q]);
+    else mscclppMemoryChannelSignal(&ch[q]);
+    rc = relaxed ? mscclppMemoryChannelRelaxedWait(&ch[q]) : mscclppMemoryChannelWait(&ch[q]);
   }
   return __syncthreads_or(rc != MSCCLPP_DEVICE_OK);
 }

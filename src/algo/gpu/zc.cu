@@ -280,7 +280,7 @@ __global__ void __launch_bounds__(GPU_BULK_THREADS) zc_kernel(gpu_dev d, gx_plan
     zs_body<DT, OP>(d, p, z, lo);
     return;
   }
-  if (z.open_relaxed ? gx_round_open(d) : gx_round(d, true)) return; /* the device-error record names the peer */
+  if (gx_round(d, true, z.open_relaxed != 0)) return; /* the device-error record names the peer */
   if (p.mode == GX_COPY) zc_put(d, p, z, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, z, lo);
   __syncthreads();
