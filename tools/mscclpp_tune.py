@@ -17,7 +17,7 @@ them), and their rules follow the eager times; --no-eager makes them from the gr
 (half the runs, for a table serving captured calls).
 
   mscclpp-tune.py -n 4 [--kind gpu] [--collectives allreduce,allgather] [-b 8 -e 256M -f 4]
-                  [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--no-eager] [--bin DIR]
+                  [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--no-eager] [--skip REGEX] [--bin DIR]
                   [--update tuning/algo.tsv]
 
 A run that fails is not printed in full: at the end one line says how many failed, the first
@@ -38,6 +38,7 @@ UNITS = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")]
 COLLECTIVES = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"]
 DTYPES = ["int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3",
           "f8e5m2"]
+WARM_SIZES = 2  # sizes below -b that each run starts with, to warm the GPUs up (warm_start)
 SIZE_RE = re.compile(r"^[0-9]+([kmgt](i?b)?|b)?$", re.IGNORECASE)
 
 
@@ -151,14 +152,22 @@ def update_table(text, coll, kind, nranks, rows, note, dtype=None):
     return "\n".join(kept[:at] + [note] + rows + kept[at:]) + "\n"
 
 
-def algorithms(bindir, coll, kind):
+def algorithms(bindir, coll, kind, skip=None):
     """[(name, captured_only)] of the built-in algorithms of coll for the rank kind. The hierarchical
     ones (*_hier) are left out: they serve ranks on several hosts (the table's hosts= rules), and the
-    runs here are on one host."""
+    runs here are on one host. skip: a compiled regular expression; names it matches (re.search)
+    are left out too."""
     out = subprocess.run([os.path.join(bindir, "mscclpp-info"), "--algorithms"], check=True,
                          capture_output=True, text=True).stdout
-    return [(f[0], len(f) == 4 and f[3] == "captured-only") for f in (l.split() for l in out.splitlines())
-            if len(f) in (3, 4) and f[1] == coll and f[2] == kind and not f[0].endswith("_hier")]
+    return pick_algorithms(out, coll, kind, skip)
+
+
+def pick_algorithms(listing, coll, kind, skip=None):
+    """The (name, captured_only) rows of `mscclpp-info --algorithms` output for coll and kind,
+    without the *_hier ones and those skip matches."""
+    return [(f[0], len(f) == 4 and f[3] == "captured-only") for f in (l.split() for l in listing.splitlines())
+            if len(f) in (3, 4) and f[1] == coll and f[2] == kind and not f[0].endswith("_hier")
+            and not (skip and skip.search(f[0]))]
 
 
 class Failures:
@@ -177,14 +186,33 @@ class Failures:
             f.write("== %s\n%s\n" % (what, output))
 
 
+def parse_size(text):
+    """Bytes of a size as -b and -e take it (SIZE_RE): 64K, 1M, 1GiB, 8."""
+    m = re.match(r"^([0-9]+)([kmgt]?)", text.lower())
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
+
+
+def warm_start(b, f):
+    """The size a run starts from so that its first WARM_SIZES sizes (f apart, below b) warm the GPUs
+    up: a run's first calls come after the launcher's idle second, at lower clocks (4x H200: 11-35 us
+    eager at 16 B against 6-12 from the third size on). Sizes under 4 bytes are not run: b itself
+    when no smaller size is left."""
+    for k in range(WARM_SIZES, 0, -1):
+        if b // f ** k >= 4:
+            return b // f ** k
+    return b
+
+
 def measure(args, coll, algo, failures, graphs=None):
-    """{bytes: out-of-place us} of one forced algorithm (empty when the run failed, which failures
-    records); GPU ranks: graphs CUDA-graph replays per size (0: eager calls; default --graphs)."""
+    """{bytes: out-of-place us} of one forced algorithm at the sizes from -b (empty when the run
+    failed, which failures records); GPU ranks: graphs CUDA-graph replays per size (0: eager calls;
+    default --graphs). The run starts below -b (warm_start); those sizes are not kept."""
     graphs = args.graphs if graphs is None else graphs
+    first = parse_size(args.b)
     with tempfile.TemporaryDirectory() as tmp:
         js = os.path.join(tmp, "perf.json")
         cmd = [os.path.join(args.bin, "mscclpp-run"), "-n", str(args.nranks), os.path.join(args.bin, "mscclpp-perf"),
-               coll, "--" + args.kind, "-b", args.b, "-e", args.e, "-f", str(args.f), "-n", str(args.iters),
+               coll, "--" + args.kind, "-b", str(warm_start(first, args.f)), "-e", args.e, "-f", str(args.f), "-n", str(args.iters),
                "-w", str(args.warmup), "-c", "0", "-d", args.dtype or "float", "--json", js]
         if args.kind == "gpu":
             cmd += ["-G", str(graphs)]
@@ -200,7 +228,8 @@ def measure(args, coll, algo, failures, graphs=None):
             return {}
         with open(js) as f:
             doc = json.load(f)
-    return {row["bytes"]: row["out_of_place"]["time_us"] for row in doc["rows"] if row.get("impl", "mscclpp") == "mscclpp"}
+    return {row["bytes"]: row["out_of_place"]["time_us"] for row in doc["rows"]
+            if row.get("impl", "mscclpp") == "mscclpp" and row["bytes"] >= first}
 
 
 class Parser(argparse.ArgumentParser):
@@ -230,6 +259,8 @@ def parse_args(argv=None):
     ap.add_argument("--no-captured", action="store_true", help="leave the captured-only algorithms out")
     ap.add_argument("--no-eager", action="store_true",
                     help="GPU ranks: rules for calls outside graphs from the graph runs (no eager runs)")
+    ap.add_argument("--skip", metavar="REGEX",
+                    help="leave out the algorithms whose name this matches (e.g. '_host$': slow on one host)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one mscclpp-perf run may take (default 300)")
     ap.add_argument("--bin", default=os.path.dirname(os.path.abspath(__file__)),
                     help="directory of mscclpp-run, mscclpp-perf and mscclpp-info (default: this script's)")
@@ -242,6 +273,10 @@ def parse_args(argv=None):
         ap.error("unknown collective %s in --collectives (valid: %s)" % (", ".join(repr(c) for c in bad) or "(none)",
                                                                           ", ".join(COLLECTIVES)))
     args.collective_list = colls
+    try:
+        args.skip_re = re.compile(args.skip) if args.skip else None
+    except re.error as e:
+        ap.error("--skip %r is not a regular expression (%s)" % (args.skip, e))
     if args.dtype is not None and args.dtype not in DTYPES:
         ap.error("unknown datatype %r in --dtype (valid: %s)" % (args.dtype, ", ".join(DTYPES)))
     for opt in ("b", "e"):
@@ -263,7 +298,7 @@ def main(argv=None):
     failures = Failures(log)
     runs = 0
     for coll in args.collective_list:
-        algos = [(a, c) for a, c in algorithms(args.bin, coll, args.kind) if not (c and args.no_captured)]
+        algos = [(a, c) for a, c in algorithms(args.bin, coll, args.kind, args.skip_re) if not (c and args.no_captured)]
         captured_only = {a for a, c in algos if c}
         runs += len(algos)
         times = {a: measure(args, coll, a, failures) for a, _ in algos}

@@ -5,6 +5,7 @@ must then load (mscclpp-perf with MSCCLPP_ALGO_TABLE pointing at it).
   tune_rules.py BINDIR SOURCEDIR"""
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,22 @@ check("old" not in hnew and "hier hosts=2..*" in hnew and all(r in hnew for r in
 check(tune.rule_fields("allreduce cpu 1 * 0 * a half hosts=2") == ["allreduce", "cpu", "1", "*", "0", "*", "a", "half",
                                                                    "hosts=2"], "hosts= parsed beside the datatype")
 
+# --skip: the algorithms it matches are not timed; the hierarchical ones never are.
+listing = "gpu_allreduce_ll1 allreduce gpu\ngpu_allreduce_host allreduce gpu\ngpu_allreduce_hier allreduce gpu\n" \
+          "gpu_allreduce_zc allreduce gpu captured-only\ngpu_allgather_ll allgather gpu\n"
+check(tune.pick_algorithms(listing, "allreduce", "gpu") ==
+      [("gpu_allreduce_ll1", False), ("gpu_allreduce_host", False), ("gpu_allreduce_zc", True)], "listing parsed")
+check(tune.pick_algorithms(listing, "allreduce", "gpu", re.compile("_host$")) ==
+      [("gpu_allreduce_ll1", False), ("gpu_allreduce_zc", True)], "--skip leaves the matches out")
+bad = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tune.py"), "-n", "2", "--skip", "("],
+                     capture_output=True, text=True, timeout=60)
+check(bad.returncode == 2 and "--skip" in bad.stderr, "a bad --skip exits 2 naming it: %r" % bad.stderr)
+
+# Each run starts two sizes (factor -f) below -b to warm up, never under 4 bytes.
+check(tune.parse_size("1K") == 1024 and tune.parse_size("64") == 64 and tune.parse_size("1GiB") == 1 << 30, "parse_size")
+check(tune.warm_start(1024, 8) == 16 and tune.warm_start(16, 4) == 4 and tune.warm_start(8, 4) == 8,
+      "warm_start: %r" % [tune.warm_start(1024, 8), tune.warm_start(16, 4), tune.warm_start(8, 4)])
+
 # One real run on CPU ranks.
 with tempfile.TemporaryDirectory() as tmp:
     tab = os.path.join(tmp, "algo.tsv")
@@ -87,6 +104,9 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 0, "mscclpp-tune failed: " + r.stderr)
     new_rows = [l for l in r.stdout.splitlines() if l.startswith("allreduce")]
     check(len(new_rows) >= 1 and new_rows[-1].split()[5] == "*", "tune printed rules: %r" % r.stdout)
+    timed = [l for l in r.stdout.splitlines() if l.startswith("# allreduce ")]
+    check(timed and all(l.split(": ", 1)[1].split()[0].startswith("1K=") for l in timed),
+          "the warm-up sizes under -b are not kept: %r" % timed)
     check(all(l.split()[6] in ("cpu_allreduce_rsag", "cpu_allreduce_allpairs") and l.split()[7] == "half"
               for l in new_rows), "rules name CPU algorithms, for half")
     with open(tab) as f:
