@@ -17,7 +17,8 @@ them), and their rules follow the eager times; --no-eager makes them from the gr
 (half the runs, for a table serving captured calls).
 
   mscclpp-tune.py -n 4 [--kind gpu] [--collectives allreduce,allgather] [-b 8 -e 256M -f 4]
-                  [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--no-eager] [--skip REGEX] [--bin DIR]
+                  [--dtype half] [--iters 20 --warmup 5 --graphs 10] [--no-eager] [--skip REGEX]
+                  [--tolerance 0] [--bin DIR]
                   [--update tuning/algo.tsv]
 
 A run that fails is not printed in full: at the end one line says how many failed, the first
@@ -50,9 +51,11 @@ def fmt_bytes(n):
     return str(n)
 
 
-def winners(times):
+def winners(times, tolerance=0.0):
     """times: {algorithm: {bytes: us}}. Returns [(bytes, algorithm)] for every size measured by
-    at least one algorithm, the fastest first-listed on ties; sizes no algorithm measured are left out."""
+    at least one algorithm, the fastest first-listed on ties; sizes no algorithm measured are left out.
+    tolerance (a fraction): the previous size's winner keeps a size where it is within that much of
+    the fastest, so that noise between near-equal algorithms does not split the rules."""
     sizes = sorted({b for per in times.values() for b in per})
     out = []
     for b in sizes:
@@ -60,6 +63,9 @@ def winners(times):
         for algo, per in times.items():
             if b in per and (best is None or per[b] < times[best][b]):
                 best = algo
+        prev = out[-1][1] if out else None
+        if prev is not None and b in times[prev] and times[prev][b] <= times[best][b] * (1.0 + tolerance):
+            best = prev
         out.append((b, best))
     return out
 
@@ -92,13 +98,13 @@ def captured_rules(win, captured_only):
     return out
 
 
-def make_rules(times, captured_only, eager_times=None):
+def make_rules(times, captured_only, eager_times=None, tolerance=0.0):
     """The rules of one collective: times {algorithm: {bytes: us}} of every algorithm (on GPU ranks
     timed in graphs), captured_only the names that serve captured calls alone, eager_times the
     others timed outside graphs (None: not timed so). Captured-only winners of times first (both
     bounds), then the fastest of the others at each size, by eager_times when given."""
     others = eager_times if eager_times is not None else {a: t for a, t in times.items() if a not in captured_only}
-    return captured_rules(winners(times), captured_only) + rules(winners(others))
+    return captured_rules(winners(times, tolerance), captured_only) + rules(winners(others, tolerance))
 
 
 def tsv_rows(coll, kind, nranks, rule_list, dtype=None):
@@ -259,6 +265,10 @@ def parse_args(argv=None):
     ap.add_argument("--no-captured", action="store_true", help="leave the captured-only algorithms out")
     ap.add_argument("--no-eager", action="store_true",
                     help="GPU ranks: rules for calls outside graphs from the graph runs (no eager runs)")
+    ap.add_argument("--tolerance", type=float, default=0.0, metavar="PERCENT",
+                    help="a size stays with the previous size's winner when that is within this many percent "
+                         "of the fastest: fewer rules on a noisy machine, at up to that much time (default 0: "
+                         "the fastest always wins)")
     ap.add_argument("--skip", metavar="REGEX",
                     help="leave out the algorithms whose name this matches (e.g. '_host$': slow on one host)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one mscclpp-perf run may take (default 300)")
@@ -282,6 +292,8 @@ def parse_args(argv=None):
     for opt in ("b", "e"):
         if not SIZE_RE.match(getattr(args, opt)):
             ap.error("-%s %r is not a size (a number of bytes, optionally with K, M, G)" % (opt, getattr(args, opt)))
+    if not 0.0 <= args.tolerance <= 100.0:
+        ap.error("--tolerance must be between 0 and 100 (percent), got %g" % args.tolerance)
     for opt, low in (("nranks", 1), ("f", 2), ("iters", 1), ("warmup", 0), ("graphs", 0), ("timeout", 1)):
         if getattr(args, opt) < low:
             ap.error("--%s must be at least %d, got %d" % (opt.replace("_", "-"), low, getattr(args, opt)))
@@ -315,7 +327,7 @@ def main(argv=None):
         for label, tt in (("", times), (" eager", eager_times or {})):
             for a, t in tt.items():
                 print("# %s %s%s: %s" % (coll, a, label, " ".join("%s=%.1f" % (fmt_bytes(b), us) for b, us in sorted(t.items()))))
-        rule_list = make_rules(times, captured_only, eager_times)
+        rule_list = make_rules(times, captured_only, eager_times, args.tolerance / 100.0)
         rows = tsv_rows(coll, args.kind, args.nranks, rule_list, args.dtype)
         print("\n".join(rows))
         if text is not None:

@@ -30,6 +30,12 @@ check(win == [(8, "a"), (1024, "c"), (65536, "b"), (1 << 20, "b")], "winners: %r
 r = tune.rules(win)
 check(r == [(8, "a"), (1024, "c"), (None, "b")], "rules: %r" % r)
 check(tune.fmt_bytes(65536) == "64K" and tune.fmt_bytes(3 << 20) == "3M" and tune.fmt_bytes(1000) == "1000", "fmt_bytes")
+# A tolerance keeps the previous size's winner where it is that close to the fastest (noise between
+# near-equal algorithms, e.g. an LL algorithm past its inbox handing calls to its bulk sibling).
+near = {"ll": {8: 1.0, 1024: 9.0, 1 << 20: 100.0, 1 << 30: 99.5}, "bulk": {8: 5.0, 1024: 5.0, 1 << 20: 99.0, 1 << 30: 100.0}}
+check(tune.rules(tune.winners(near)) == [(8, "ll"), (1 << 20, "bulk"), (None, "ll")], "no tolerance: split by noise")
+check(tune.rules(tune.winners(near, 0.02)) == [(8, "ll"), (None, "bulk")], "2%% tolerance: %r" % tune.rules(tune.winners(near, 0.02)))
+check(tune.winners(times, 0.02) == win, "a tolerance leaves clear winners alone")
 # Captured-only winners: rules with both bounds, ahead of the rules of the other algorithms.
 ctimes = dict(times, z={8: 9.0, 1024: 1.0, 65536: 1.0, 1 << 20: 30.0})
 cr = tune.captured_rules(tune.winners(ctimes), {"z"})
@@ -86,6 +92,9 @@ check(tune.pick_algorithms(listing, "allreduce", "gpu", re.compile("_host$")) ==
 bad = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tune.py"), "-n", "2", "--skip", "("],
                      capture_output=True, text=True, timeout=60)
 check(bad.returncode == 2 and "--skip" in bad.stderr, "a bad --skip exits 2 naming it: %r" % bad.stderr)
+bad = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tune.py"), "-n", "2", "--tolerance", "-1"],
+                     capture_output=True, text=True, timeout=60)
+check(bad.returncode == 2 and "--tolerance" in bad.stderr, "a bad --tolerance exits 2 naming it: %r" % bad.stderr)
 
 # Each run starts two sizes (factor -f) below -b to warm up, never under 4 bytes.
 check(tune.parse_size("1K") == 1024 and tune.parse_size("64") == 64 and tune.parse_size("1GiB") == 1 << 30, "parse_size")
