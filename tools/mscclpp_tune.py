@@ -39,7 +39,8 @@ UNITS = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")]
 COLLECTIVES = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"]
 DTYPES = ["int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3",
           "f8e5m2"]
-WARM_SIZES = 2  # sizes below -b that each run starts with, to warm the GPUs up (warm_start)
+WARM_SIZES = 2  # warm-up sizes ahead of each run's own (run_sizes)
+PERF_MAX_SIZES = 64  # the most sizes mscclpp-perf -s takes
 SIZE_RE = re.compile(r"^[0-9]+([kmgt](i?b)?|b)?$", re.IGNORECASE)
 
 
@@ -53,9 +54,10 @@ def fmt_bytes(n):
 
 def winners(times, tolerance=0.0):
     """times: {algorithm: {bytes: us}}. Returns [(bytes, algorithm)] for every size measured by
-    at least one algorithm, the fastest first-listed on ties; sizes no algorithm measured are left out.
-    tolerance (a fraction): the previous size's winner keeps a size where it is within that much of
-    the fastest, so that noise between near-equal algorithms does not split the rules."""
+    at least one algorithm, the fastest (on ties the previous size's winner, else the first listed);
+    sizes no algorithm measured are left out. tolerance (a fraction): the previous size's winner keeps
+    a size where it is within that much of the fastest, so that noise between near-equal algorithms
+    does not split the rules."""
     sizes = sorted({b for per in times.values() for b in per})
     out = []
     for b in sizes:
@@ -198,28 +200,36 @@ def parse_size(text):
     return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " "))
 
 
-def warm_start(b, f):
-    """The size a run starts from so that its first WARM_SIZES sizes (f apart, below b) warm the GPUs
-    up: a run's first calls come after the launcher's idle second, at lower clocks (4x H200: 11-35 us
-    eager at 16 B against 6-12 from the third size on). Sizes under 4 bytes are not run: b itself
-    when no smaller size is left."""
-    for k in range(WARM_SIZES, 0, -1):
-        if b // f ** k >= 4:
-            return b // f ** k
-    return b
+def size_grid(b, e, f):
+    """The sizes of -b, -e and -f: b, b*f, ... up to e."""
+    out = []
+    while b <= e and b > 0:
+        out.append(b)
+        b *= f
+    return out
+
+
+def run_sizes(grid):
+    """mscclpp-perf's -s list for the sizes of grid and how many of its first rows are warm-up: the
+    smallest size WARM_SIZES times ahead of the grid, since a run's first calls come after the
+    launcher's idle second at lower clocks (4x H200: 11-35 us eager at 16 B against 6-12 us a few
+    sizes later). None when the list would exceed mscclpp-perf's 64 sizes (then no warm-up)."""
+    if not grid or len(grid) + WARM_SIZES > PERF_MAX_SIZES:
+        return None, 0
+    return ",".join(str(x) for x in [grid[0]] * WARM_SIZES + grid), WARM_SIZES
 
 
 def measure(args, coll, algo, failures, graphs=None):
     """{bytes: out-of-place us} of one forced algorithm at the sizes from -b (empty when the run
     failed, which failures records); GPU ranks: graphs CUDA-graph replays per size (0: eager calls;
-    default --graphs). The run starts below -b (warm_start); those sizes are not kept."""
+    default --graphs). The run starts with warm-up calls of the smallest size (run_sizes), not kept."""
     graphs = args.graphs if graphs is None else graphs
-    first = parse_size(args.b)
+    sizes, warm = run_sizes(size_grid(parse_size(args.b), parse_size(args.e), args.f))
     with tempfile.TemporaryDirectory() as tmp:
         js = os.path.join(tmp, "perf.json")
         cmd = [os.path.join(args.bin, "mscclpp-run"), "-n", str(args.nranks), os.path.join(args.bin, "mscclpp-perf"),
-               coll, "--" + args.kind, "-b", str(warm_start(first, args.f)), "-e", args.e, "-f", str(args.f), "-n", str(args.iters),
-               "-w", str(args.warmup), "-c", "0", "-d", args.dtype or "float", "--json", js]
+               coll, "--" + args.kind] + (["-s", sizes] if sizes else ["-b", args.b, "-e", args.e, "-f", str(args.f)]) + [
+               "-n", str(args.iters), "-w", str(args.warmup), "-c", "0", "-d", args.dtype or "float", "--json", js]
         if args.kind == "gpu":
             cmd += ["-G", str(graphs)]
         env = dict(os.environ, MSCCLPP_ALGO=algo)
@@ -234,8 +244,14 @@ def measure(args, coll, algo, failures, graphs=None):
             return {}
         with open(js) as f:
             doc = json.load(f)
-    return {row["bytes"]: row["out_of_place"]["time_us"] for row in doc["rows"]
-            if row.get("impl", "mscclpp") == "mscclpp" and row["bytes"] >= first}
+    return kept_times(doc["rows"], warm)
+
+
+def kept_times(rows, warm):
+    """{bytes: out-of-place us} of mscclpp-perf's json rows (ours, in run order) after the first
+    warm, which are warm-up."""
+    ours = [row for row in rows if row.get("impl", "mscclpp") == "mscclpp"]
+    return {row["bytes"]: row["out_of_place"]["time_us"] for row in ours[warm:]}
 
 
 class Parser(argparse.ArgumentParser):

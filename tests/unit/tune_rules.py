@@ -96,10 +96,14 @@ bad = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tun
                      capture_output=True, text=True, timeout=60)
 check(bad.returncode == 2 and "--tolerance" in bad.stderr, "a bad --tolerance exits 2 naming it: %r" % bad.stderr)
 
-# Each run starts two sizes (factor -f) below -b to warm up, never under 4 bytes.
+# Each run starts with two warm-up calls' worth of the smallest size, whose rows are dropped.
 check(tune.parse_size("1K") == 1024 and tune.parse_size("64") == 64 and tune.parse_size("1GiB") == 1 << 30, "parse_size")
-check(tune.warm_start(1024, 8) == 16 and tune.warm_start(16, 4) == 4 and tune.warm_start(8, 4) == 8,
-      "warm_start: %r" % [tune.warm_start(1024, 8), tune.warm_start(16, 4), tune.warm_start(8, 4)])
+check(tune.size_grid(8, 256, 4) == [8, 32, 128] and tune.size_grid(1024, 1024, 2) == [1024], "size_grid")
+check(tune.run_sizes([8, 32, 128]) == ("8,8,8,32,128", 2), "run_sizes: %r" % (tune.run_sizes([8, 32, 128]),))
+check(tune.run_sizes(list(range(1, 64))) == (None, 0), "no warm-up past mscclpp-perf's 64 sizes")
+jrows = [{"bytes": b, "out_of_place": {"time_us": t}} for b, t in ((8, 35.0), (8, 20.0), (8, 6.0), (32, 7.0))]
+jrows.insert(1, {"bytes": 8, "impl": "nccl", "out_of_place": {"time_us": 1.0}})
+check(tune.kept_times(jrows, 2) == {8: 6.0, 32: 7.0}, "the warm-up rows dropped: %r" % tune.kept_times(jrows, 2))
 
 # One real run on CPU ranks.
 with tempfile.TemporaryDirectory() as tmp:
@@ -114,8 +118,8 @@ with tempfile.TemporaryDirectory() as tmp:
     new_rows = [l for l in r.stdout.splitlines() if l.startswith("allreduce")]
     check(len(new_rows) >= 1 and new_rows[-1].split()[5] == "*", "tune printed rules: %r" % r.stdout)
     timed = [l for l in r.stdout.splitlines() if l.startswith("# allreduce ")]
-    check(timed and all(l.split(": ", 1)[1].split()[0].startswith("1K=") for l in timed),
-          "the warm-up sizes under -b are not kept: %r" % timed)
+    check(timed and all([x.split("=")[0] for x in l.split(": ", 1)[1].split()] == ["1K", "8K", "64K"] for l in timed),
+          "one time per size, the warm-up rows dropped: %r" % timed)
     check(all(l.split()[6] in ("cpu_allreduce_rsag", "cpu_allreduce_allpairs") and l.split()[7] == "half"
               for l in new_rows), "rules name CPU algorithms, for half")
     with open(tab) as f:
