@@ -89,14 +89,19 @@ check(tune.pick_algorithms(listing, "allreduce", "gpu") ==
       [("gpu_allreduce_ll1", False), ("gpu_allreduce_host", False), ("gpu_allreduce_zc", True)], "listing parsed")
 check(tune.pick_algorithms(listing, "allreduce", "gpu", re.compile("_host$")) ==
       [("gpu_allreduce_ll1", False), ("gpu_allreduce_zc", True)], "--skip leaves the matches out")
-bad = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tune.py"), "-n", "2", "--skip", "("],
-                     capture_output=True, text=True, timeout=60)
-check(bad.returncode == 2 and "--skip" in bad.stderr, "a bad --skip exits 2 naming it: %r" % bad.stderr)
-bad = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tune.py"), "-n", "2", "--tolerance", "-1"],
-                     capture_output=True, text=True, timeout=60)
-check(bad.returncode == 2 and "--tolerance" in bad.stderr, "a bad --tolerance exits 2 naming it: %r" % bad.stderr)
 
-# Each run starts with two warm-up calls' worth of the smallest size, whose rows are dropped.
+
+def check_rejected(option, value):
+    """mscclpp-tune with a bad value of option exits 2 naming the option."""
+    bad = subprocess.run([sys.executable, os.path.join(srcdir, "tools", "mscclpp_tune.py"), "-n", "2", option, value],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode == 2 and option in bad.stderr, "a bad %s exits 2 naming it: %r" % (option, bad.stderr))
+
+
+check_rejected("--skip", "(")
+check_rejected("--tolerance", "-1")
+
+# Each run first runs its smallest size twice more (warm-up), and those rows are dropped.
 check(tune.parse_size("1K") == 1024 and tune.parse_size("64") == 64 and tune.parse_size("1GiB") == 1 << 30, "parse_size")
 check(tune.size_grid(8, 256, 4) == [8, 32, 128] and tune.size_grid(1024, 1024, 2) == [1024], "size_grid")
 check(tune.run_sizes([8, 32, 128]) == ("8,8,8,32,128", 2), "run_sizes: %r" % (tune.run_sizes([8, 32, 128]),))
