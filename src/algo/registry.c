@@ -65,6 +65,8 @@ static const struct algo_desc registry[] = {
     ZC_ROW("gpu_allgather_zc", gpu_coll_zc, ALGO_COLL_ALLGATHER),
     ZC_ROW("gpu_reducescatter_zc", gpu_coll_zc, ALGO_COLL_REDUCESCATTER),
     ZC_ROW("gpu_alltoall_zc", gpu_coll_zc, ALGO_COLL_ALLTOALL),
+    ZC_ROW("gpu_broadcast_zc", gpu_coll_zc, ALGO_COLL_BROADCAST),
+    ZC_ROW("gpu_reduce_zc", gpu_coll_zc, ALGO_COLL_REDUCE),
 #undef ZC_ROW
 #undef GPU_ROW
 };

@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_bulk,gpu_allgather_bulk,gpu_reducescatter_bulk,gpu_broadcast_bulk,gpu_reduce_bulk,gpu_alltoall_bulk", 1);
     setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1); /* 512 B per block: many steps at small sizes */
   } else if (strcmp(variant, "zc") == 0 || strcmp(variant, "zcg") == 0) {
-    setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc", 1);
+    setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc,gpu_broadcast_zc,gpu_reduce_zc", 1);
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1); /* several blocks at small sizes */
     if (strcmp(variant, "zc") == 0) setenv("MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN", "4096", 1); /* zcg: one pass */
     g.graph = 1;
@@ -359,8 +359,8 @@ int main(int argc, char** argv) {
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
-    int rooted = coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE; /* staged, but no zero-copy variant */
-    if (!g.xhost && (g.graph || g.windows || g.registered || g.staged) && (!rooted || g.staged)) {
+    int rooted = coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE; /* zero copy: captured or staged only */
+    if (!g.xhost && (g.graph || g.windows || g.registered || g.staged) && (!rooted || g.staged || g.graph)) {
       uint64_t z = zc_launches();
       CHECK_MSG(z > zc_seen, "rank %d: no %s launch for the %s calls", g.rank, variant, algo_coll_name(coll));
       zc_seen = z;

@@ -220,9 +220,10 @@ mscclppResult_t gpu_alltoall_ll(struct algo_comm* ac, const struct algo_args* a)
 mscclppResult_t gpu_alltoall_bulk(struct algo_comm* ac, const struct algo_args* a);
 /* The bulk algorithm of a collective (the graph-only families' fallback outside capture). */
 algo_run_fn gpu_bulk_of(enum algo_coll coll);
-/* The graph-only family, one entry each for allreduce, allgather, reducescatter and alltoall
- * (registry rows gpu_<collective>_zc): zero copy (zc.c), for calls captured into a CUDA graph (or
- * on registered windows); others run the collective's bulk algorithm. */
+/* The graph-only family, one entry each for allreduce, allgather, reducescatter, alltoall,
+ * broadcast and reduce (registry rows gpu_<collective>_zc): zero copy (zc.c), for calls captured
+ * into a CUDA graph (or, but for broadcast and reduce, on registered windows or buffers); others
+ * run the collective's bulk algorithm. */
 mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a);
 /* The staged family (stage.c; rows gpu_<collective>_stage): the zero-copy kernel over the peers'
  * scratch, any call (eager or captured, any buffers): the parts peers read are staged in the own
@@ -230,7 +231,8 @@ mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a);
 /* The start of the graph-only algorithm (zc.c): *go = 1 when it runs call a itself, with
  * *g the GPU state, z every rank's buffers as mapped here and p the call's exchange plans
- * (gpu_plans, two-phase for allreduce) (for captured calls or calls on registered windows,
+ * (gpu_plans, two-phase for allreduce; gpu_plan_rooted for broadcast and reduce, root-free for the
+ * broadcast's push chain and large reduces) (for captured calls or calls on registered windows,
  * non-empty and no premulsum reduction; captured calls off windows swap their buffers'
  * registrations with every peer: a collective step); *go = 0 when the bulk sibling runs it instead (also when some rank's call is
  * an in-place alltoall, agreed in the swap). */

@@ -1,5 +1,5 @@
-/* zc.c - the zero-copy collectives (allreduce, allgather, reducescatter, alltoall) for calls being
- * captured into a CUDA graph: the kernel (zc.cu) reads peers' inputs and writes peers' outputs
+/* zc.c - the zero-copy collectives (allreduce, allgather, reducescatter, alltoall; broadcast and
+ * reduce captured only) for calls being captured into a CUDA graph: the kernel (zc.cu) reads peers' inputs and writes peers' outputs
  * directly, so the data moves once and no inbox or pipeline round is needed.
  *
  * Why only captured calls. A kernel can touch a peer's buffer only once this rank has mapped it,
@@ -74,7 +74,12 @@ static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, c
   h->usable = !(a->coll == ALGO_COLL_ALLTOALL && a->send == a->recv); /* api.c refuses partial overlap */
   const void* ptr[2] = {a->send, a->recv};
   uint64_t len[2] = {inb, outb};
+  /* a broadcast's input and a reduce's output exist on the root alone: len 0 tells the peers */
+  int root = ac->rank == a->root;
+  if (a->coll == ALGO_COLL_BROADCAST && !root) len[0] = 0;
+  if (a->coll == ALGO_COLL_REDUCE && !root) len[1] = 0;
   for (int t = 0; t < 2; t++) {
+    if (len[t] == 0) continue; /* the call is not empty (gpu_graph_only_begin): absent here */
     struct ubuf_reg* reg = NULL;
     MPP_CHECK(ubuf_reg_get(&g->ub, ptr[t], len[t], t ? "recvbuff" : "sendbuff", &reg));
     struct zc_buf* b = &h->buf[t];
@@ -85,8 +90,10 @@ static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, c
   return mscclppSuccess;
 }
 
-/* Peer q's buffer b as mapped here. */
+/* Peer q's buffer b as mapped here (NULL: one q's call does not have, len 0). */
 static mscclppResult_t take(struct gpu_net* g, int q, const struct zc_buf* b, char** out) {
+  *out = NULL;
+  if (b->len == 0) return mscclppSuccess;
   struct ubuf_import* im = NULL;
   MPP_CHECK(ubuf_import_range(&g->ub, q, b->id, b->blob, b->blob_len, b->off, b->len, &im));
   *out = im->base + b->off;
@@ -207,24 +214,35 @@ void gpu_zc_shape(const struct gpu_net* g, const struct gx_plan* p, struct gx_zc
   }
 }
 
-int gpu_bcast_chain(const struct algo_args* a, int nranks) {
+/* Whether zero-copy broadcast a runs as the push chain (root-free plan): 3+ ranks, the chain on, from
+ * MSCCLPP_ALGO_GPU_BCAST_CHAIN_MIN bytes; the same on every rank. */
+static int bcast_chain_fits(const struct algo_args* a, int nranks) {
   int64_t min = param_int(PARAM_ALGO_GPU_BCAST_CHAIN_MIN);
-  return a->coll == ALGO_COLL_BROADCAST && !a->captured && nranks >= 3 && param_int(PARAM_ALGO_GPU_BCAST_CHAIN) > 0 &&
-         param_int(PARAM_ALGO_GPU_EAGER_ZC) != 0 && (uint64_t)a->count * a->es >= (uint64_t)(min < 0 ? 0 : min);
+  return a->coll == ALGO_COLL_BROADCAST && nranks >= 3 && param_int(PARAM_ALGO_GPU_BCAST_CHAIN) > 0 &&
+         (uint64_t)a->count * a->es >= (uint64_t)(min < 0 ? 0 : min);
+}
+
+int gpu_bcast_chain(const struct algo_args* a, int nranks) {
+  return !a->captured && param_int(PARAM_ALGO_GPU_EAGER_ZC) != 0 && bcast_chain_fits(a, nranks);
 }
 
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
                                      struct gx_zc* z, struct gx_plan p[2], int* go) {
-  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER;
+  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_REDUCE;
+  int rooted = a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE;
   *go = 0;
-  if (!(a->captured || a->win[0] || a->registered) || a->count == 0 || (red && a->op == ELEM_OP_PREMUL))
-    return mscclppSuccess;
+  /* rooted calls: captured only (off the root, the buffer the call lacks need not be in a window) */
+  int mapped = rooted ? a->captured : a->captured || a->win[0] || a->registered;
+  if (!mapped || a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return mscclppSuccess;
   MPP_CHECK(gpu_net_get(ac, a->stream, g));
   int usable = 0;
   MPP_CHECK(zc_peers(*g, ac, a, z, &usable));
   if (!usable) LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
   *go = usable;
-  if (usable) (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
+  if (usable && rooted)
+    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_root_free(a, ac->nranks) || bcast_chain_fits(a, ac->nranks), p);
+  else if (usable)
+    (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
   return mscclppSuccess;
 }
 
@@ -235,7 +253,7 @@ mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a) {
   int go = 0;
   MPP_CHECK(gpu_graph_only_begin(ac, a, &g, &z, p, &go));
   if (!go) return gpu_bulk_of(a->coll)(ac, a);
-  z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE;
+  z.put_reduced = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_BROADCAST; /* each slice into every output */
   z.open_relaxed = param_int(PARAM_ALGO_GPU_ZC_OPEN_RELAXED) != 0;
   gpu_zc_shape(g, &p[0], &z);
   MPP_CHECK(gpu_launch_zc(&g->d, &p[0], &z, a->stream));

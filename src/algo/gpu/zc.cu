@@ -3,7 +3,8 @@
  * once, straight between the users' buffers over NVLink: puts into peers' outputs (allgather,
  * alltoall), reads of peers' inputs reduced into the own output (reducescatter), or both in one
  * pass (allreduce: each rank reduces its slice from every input and writes the result into every
- * output).
+ * output; broadcast: each rank copies its slice of the root's input into every output, or the push
+ * chain; reduce: each rank reduces its slice into the root's output).
  *
  * Block b owns bytes [b * chunk, +chunk) of every part, on every rank, and pairs with block b of
  * each peer on its own channel. Two rounds: the opening round (every peer's block b started, so
@@ -110,8 +111,9 @@ __device__ __forceinline__ uint64_t zc_step(const gx_zc& z, uint64_t lo, uint64_
  * waits for that signal and puts the same bytes from its output into the other non-roots'. Every
  * byte leaves the root once and the links carry writes alone; the root streams while the ranks
  * forward the step before. Every rank counts the same steps (from maxlen and chunk), so the root's
- * signals and a rank's waits pair up. Nonzero in every thread when a wait failed. */
-__device__ int zc_bcast_chain(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
+ * signals and a rank's waits pair up. Nonzero in every thread when a wait failed. Not inlined: the
+ * eager and the captured bodies share one copy (the kernel's registers set how many blocks fit). */
+__device__ __noinline__ int zc_bcast_chain(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
   uint64_t end = p.maxlen < lo + z.chunk ? p.maxlen : lo + z.chunk;
   uint64_t steps = end > lo ? (end - lo + z.chain_sub - 1) / z.chain_sub : 0;
   const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
@@ -281,7 +283,9 @@ __global__ void __launch_bounds__(GPU_BULK_THREADS) zc_kernel(gpu_dev d, gx_plan
     return;
   }
   if (gx_round(d, true, z.open_relaxed != 0)) return; /* the device-error record names the peer */
-  if (p.mode == GX_COPY) zc_put(d, p, z, lo);
+  if (p.one_src && z.chain_sub > 0) {
+    if (zc_bcast_chain(d, p, z, lo)) return; /* the device-error record names the root */
+  } else if (p.mode == GX_COPY) zc_put(d, p, z, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, z, lo);
   __syncthreads();
   (void)gx_round(d, true); /* the closing round */
