@@ -49,7 +49,8 @@ struct zc_hello {
   uint32_t magic, ok;  /* ok 0: this rank failed to describe its buffers */
   uint32_t coll, dtype;
   uint64_t count;
-  uint32_t usable, pad; /* 0: this rank needs the bulk path (in-place alltoall) */
+  uint32_t usable;      /* 0: this rank needs the bulk path (in-place alltoall) */
+  int32_t root;         /* broadcast and reduce: the call's root (every rank must name the same) */
   struct zc_buf buf[2]; /* input, output */
 };
 
@@ -71,6 +72,7 @@ static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, c
   gpu_in_out_bytes(ac->nranks, a, &inb, &outb);
   memset(h, 0, sizeof(*h));
   h->magic = ZC_MAGIC, h->coll = (uint32_t)a->coll, h->dtype = (uint32_t)a->dtype, h->count = a->count;
+  h->root = a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE ? a->root : -1;
   h->usable = !(a->coll == ALGO_COLL_ALLTOALL && a->send == a->recv); /* api.c refuses partial overlap */
   const void* ptr[2] = {a->send, a->recv};
   uint64_t len[2] = {inb, outb};
@@ -111,6 +113,10 @@ static mscclppResult_t accept(struct gpu_net* g, int q, const struct zc_hello* m
                    "rank %d %s of %llu of type %u (every rank must make the same calls)", q,
                    algo_coll_name((enum algo_coll)th->coll), (unsigned long long)th->count, th->dtype, g->d.rank,
                    algo_coll_name((enum algo_coll)mine->coll), (unsigned long long)mine->count, mine->dtype);
+  if (th->root != mine->root)
+    return MPP_ERR(mscclppInvalidUsage, "GPU collectives (zero-copy call): rank %d calls %s with root %d, rank %d with "
+                   "root %d (every rank must name the same root)", q, algo_coll_name((enum algo_coll)th->coll), th->root,
+                   g->d.rank, mine->root);
   char* src = NULL;
   MPP_CHECK(take(g, q, &th->buf[0], &src));
   z->peer_src[q] = src;
