@@ -111,9 +111,8 @@ __device__ __forceinline__ uint64_t zc_step(const gx_zc& z, uint64_t lo, uint64_
  * waits for that signal and puts the same bytes from its output into the other non-roots'. Every
  * byte leaves the root once and the links carry writes alone; the root streams while the ranks
  * forward the step before. Every rank counts the same steps (from maxlen and chunk), so the root's
- * signals and a rank's waits pair up. Nonzero in every thread when a wait failed. Not inlined: the
- * eager and the captured bodies share one copy (the kernel's registers set how many blocks fit). */
-__device__ __noinline__ int zc_bcast_chain(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
+ * signals and a rank's waits pair up. Nonzero in every thread when a wait failed. */
+__device__ int zc_bcast_chain(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
   uint64_t end = p.maxlen < lo + z.chunk ? p.maxlen : lo + z.chunk;
   uint64_t steps = end > lo ? (end - lo + z.chain_sub - 1) / z.chain_sub : 0;
   const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)d.nranks;
@@ -270,8 +269,10 @@ __device__ void ezc_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uin
   (void)gx_round(d, true); /* the closing round */
 }
 
+/* Two blocks per SM (the registers capped to fit): MSCCLPP_ALGO_GPU_BLOCKS' 256 blocks are all resident
+ * on a 132-SM GPU, so no block's rounds wait for a wave of blocks before it to finish. */
 template <int DT, int OP>
-__global__ void __launch_bounds__(GPU_BULK_THREADS) zc_kernel(gpu_dev d, gx_plan p, gx_zc z) {
+__global__ void __launch_bounds__(GPU_BULK_THREADS, 2) zc_kernel(gpu_dev d, gx_plan p, gx_zc z) {
   if (p.skip != NULL && *p.skip != 0) return; /* the probe before it did the call (every rank alike) */
   uint64_t lo = (uint64_t)blockIdx.x * z.chunk;
   if (z.ezc) {
