@@ -281,7 +281,10 @@ int main(int argc, char** argv) {
   } else if (strcmp(variant, "zc") == 0 || strcmp(variant, "zcg") == 0) {
     setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc,gpu_broadcast_zc,gpu_reduce_zc", 1);
     setenv("MSCCLPP_ALGO_GPU_ZC_CHUNK", "4096", 1); /* several blocks at small sizes */
-    if (strcmp(variant, "zc") == 0) setenv("MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN", "4096", 1); /* zcg: one pass */
+    if (strcmp(variant, "zc") == 0) { /* zcg: one pass, and on 2 ranks the rooted calls' halves */
+      setenv("MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN", "4096", 1);
+      setenv("MSCCLPP_ALGO_GPU_ROOT_ALONE_MIN", "0", 1);
+    }
     g.graph = 1;
   } else if (strcmp(variant, "zcw") == 0 || strcmp(variant, "zcwc") == 0) { /* eager, on windows (zcwc: checked) */
     setenv("MSCCLPP_ALGO", "gpu_allreduce_zc,gpu_allgather_zc,gpu_reducescatter_zc,gpu_alltoall_zc", 1);
@@ -305,10 +308,12 @@ int main(int argc, char** argv) {
     if (strcmp(variant, "stp") == 0 || strcmp(variant, "stpm") == 0) setenv("MSCCLPP_ALGO_GPU_BULK_SLOT", "16384", 1);
     if (strcmp(variant, "stn") == 0) setenv("MSCCLPP_ALGO_GPU_EAGER_ZC", "0", 1);
     if (strcmp(variant, "st") == 0 || strcmp(variant, "stpm") == 0) {
-      /* at the test's sizes: two-pass reductions and the broadcast's push chain (the others keep
-       * one pass and every rank copying from the root) */
+      /* at the test's sizes: two-pass reductions, the broadcast's push chain and on 2 ranks the
+       * rooted calls' root alone (the others keep one pass, every rank copying from the root and
+       * the halves) */
       setenv("MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN", "4096", 1);
       setenv("MSCCLPP_ALGO_GPU_BCAST_CHAIN_MIN", "0", 1);
+      setenv("MSCCLPP_ALGO_GPU_ROOT_ALONE_MIN", "0", 1);
     }
     g.moving = strcmp(variant, "stm") == 0 || strcmp(variant, "stpm") == 0;
     g.graph = strcmp(variant, "stg") == 0;

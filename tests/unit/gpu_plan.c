@@ -138,13 +138,14 @@ static void run_one(struct sim* s, int two_phase) {
   for (int r = 0; r < s->n; r++) free(s->bufs[r]);
 }
 
-/* The staged kernels' rooted plans (gpu_plan_rooted: broadcast, reduce): every rank agrees on the
- * slices and maxlen, the slices cover the message (the root has none), and rank q moving its slice (from the root's input
+/* The staged kernels' rooted plans (gpu_plan_rooted: broadcast, reduce), split every way: every rank
+ * agrees on the slices and maxlen, the slices cover the message (root-free: the root has none; root
+ * alone: the others have none), and rank q moving its slice (from the root's input
  * to every output, or reduced from every input into the root's output; all reads first, as each
  * element is read before it is written by the same thread) gives verify.h's outputs. */
-static void run_rooted(struct sim* s, int root_free) {
+static void run_rooted(struct sim* s, enum gpu_rooted_split split) {
   setup(s);
-  for (int r = 0; r < s->n; r++) gpu_plan_rooted(&s->a[r], r, s->n, root_free, &s->p[r][0]);
+  for (int r = 0; r < s->n; r++) gpu_plan_rooted(&s->a[r], r, s->n, split, &s->p[r][0]);
   uint64_t covered = 0;
   for (int q = 0; q < s->n; q++) {
     const struct gx_plan* pq = &s->p[q][0];
@@ -152,7 +153,8 @@ static void run_rooted(struct sim* s, int root_free) {
     CHECK(pq->one_src == (s->coll == ALGO_COLL_BROADCAST) && pq->one_dst == (s->coll == ALGO_COLL_REDUCE));
     CHECK(pq->recv_len[q] <= pq->maxlen && pq->red_off == pq->send_off[q]);
     CHECK(pq->red_off + pq->recv_len[q] <= s->count * s->es);
-    CHECK(!root_free || s->n == 1 || q != s->root || pq->recv_len[q] == 0); /* the root moves no slice */
+    CHECK(split != GPU_ROOTED_ROOT_FREE || s->n == 1 || q != s->root || pq->recv_len[q] == 0); /* the root moves none */
+    CHECK(split != GPU_ROOTED_ROOT_ALONE || q == s->root || pq->recv_len[q] == 0);              /* the root moves all */
     for (int r = 0; r < s->n; r++)
       CHECK(s->p[r][0].send_off[q] == pq->red_off && s->p[r][0].send_len[q] == pq->recv_len[q]);
     covered += pq->recv_len[q];
@@ -195,6 +197,25 @@ static void sim_init(struct sim* s, int n, int coll, int dtype, int op, int inpl
 }
 
 #if MSCCLPP_HAVE_CUDA
+/* gpu_rooted_split with the default parameters: the root alone on 2 ranks from 4 MiB, root-free for
+ * the push chain and for reduces on 3+ ranks from GPU_ROOT_FREE_MIN, even otherwise. */
+static void split_rules(struct algo_args* a) {
+  a->es = 4;
+  for (int coll = ALGO_COLL_BROADCAST; coll <= ALGO_COLL_REDUCE; coll++) {
+    a->coll = (enum algo_coll)coll;
+    a->count = (4u << 20) / 4;
+    CHECK(gpu_rooted_split(a, 2, 0) == GPU_ROOTED_ROOT_ALONE && gpu_rooted_split(a, 3, 0) == GPU_ROOTED_EVEN);
+    CHECK(gpu_rooted_split(a, 4, 1) == GPU_ROOTED_ROOT_FREE); /* the chain */
+    a->count--;
+    CHECK(gpu_rooted_split(a, 2, 0) == GPU_ROOTED_EVEN);
+    a->count = GPU_ROOT_FREE_MIN / 4;
+    CHECK(gpu_rooted_split(a, 4, 0) == (coll == ALGO_COLL_REDUCE ? GPU_ROOTED_ROOT_FREE : GPU_ROOTED_EVEN));
+    CHECK(gpu_rooted_split(a, 2, 0) == GPU_ROOTED_ROOT_ALONE);
+    a->count--;
+    CHECK(gpu_rooted_split(a, 4, 0) == GPU_ROOTED_EVEN);
+  }
+}
+
 /* The kernel shape gpu_zc_shape gives a plan, with the default parameters: two passes (staggered)
  * for reductions into the own output from 1 MiB parts; the broadcast's push chain only on the
  * root-free plan, its step a multiple of 16 that covers a block's range in at most 32 steps and is
@@ -230,7 +251,7 @@ static void shape_rules(void) {
   CHECK(!gpu_bcast_chain(&a, 4));
   a.count = (256u << 20) / 4;
   for (int root_free = 0; root_free < 2; root_free++) {
-    gpu_plan_rooted(&a, 2, 4, root_free, &p);
+    gpu_plan_rooted(&a, 2, 4, root_free ? GPU_ROOTED_ROOT_FREE : GPU_ROOTED_EVEN, &p);
     memset(&z, 0, sizeof(z));
     z.put_reduced = 1;
     gpu_zc_shape(&g, &p, &z);
@@ -243,9 +264,10 @@ static void shape_rules(void) {
     CHECK(z.chain_sub * 31 < z.chunk); /* not coarser than 32 steps need */
   }
   a.count = 1000;
-  gpu_plan_rooted(&a, 0, 4, 1, &p);
+  gpu_plan_rooted(&a, 0, 4, GPU_ROOTED_ROOT_FREE, &p);
   gpu_zc_shape(&g, &p, &z);
   CHECK(z.chain_sub == GPU_CHAIN_MIN_STEP);
+  split_rules(&a);
 }
 #endif
 
@@ -271,10 +293,10 @@ int main(void) {
                 run_one(&s, tp);
                 cases++;
                 /* the staged plans (premulsum runs the bulk kernel instead) */
-                for (int rf = 0; rf < 2 && (coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE) &&
-                                 op != ELEM_OP_PREMUL && tp == 0; rf++) {
+                for (int sp = GPU_ROOTED_EVEN; sp <= GPU_ROOTED_ROOT_ALONE && (coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE) &&
+                                 op != ELEM_OP_PREMUL && tp == 0; sp++) {
                   sim_init(&s, ns[ni], coll, dtypes[di], op, inplace, counts[ci], seed++);
-                  run_rooted(&s, rf);
+                  run_rooted(&s, (enum gpu_rooted_split)sp);
                   cases++;
                 }
               }

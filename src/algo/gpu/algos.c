@@ -17,6 +17,7 @@
 #include "algo/gpu/gpu.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/param.h"
 
 /* The plan's common fields; every part starts empty. */
 static void plan_init(struct gx_plan* p, const struct algo_args* a, int mode) {
@@ -110,10 +111,12 @@ static void plan_one(const struct algo_args* a, int me, int n, struct gx_plan* p
   p->maxlen = block;
 }
 
-/* Slice of rank q in a rooted plan: rank q's slice of n (root_free 0), or (root_free 1, n > 1) the
- * ranks after the root in turn take the n - 1 slices and the root none. */
-static void rooted_slice(size_t count, int n, int root, int root_free, int q, size_t* off, size_t* cnt) {
-  if (!root_free || n == 1) {
+/* Slice of rank q in a rooted plan split as gpu_rooted_split says (the ranks after the root take
+ * the n - 1 slices in turn when it is root-free). */
+static void rooted_slice(size_t count, int n, int root, enum gpu_rooted_split split, int q, size_t* off, size_t* cnt) {
+  if (split == GPU_ROOTED_ROOT_ALONE) {
+    *off = 0, *cnt = q == root ? count : 0;
+  } else if (split == GPU_ROOTED_EVEN || n == 1) {
     slice(count, n, q, off, cnt);
   } else if (q == root) {
     *off = 0, *cnt = 0;
@@ -122,18 +125,22 @@ static void rooted_slice(size_t count, int n, int root, int root_free, int q, si
   }
 }
 
-int gpu_rooted_root_free(const struct algo_args* a, int nranks) {
-  return a->coll == ALGO_COLL_REDUCE && nranks >= 3 && (uint64_t)a->count * a->es >= GPU_ROOT_FREE_MIN;
+enum gpu_rooted_split gpu_rooted_split(const struct algo_args* a, int nranks, int chain) {
+  uint64_t bytes = (uint64_t)a->count * a->es;
+  int64_t alone = param_int(PARAM_ALGO_GPU_ROOT_ALONE_MIN);
+  if (nranks == 2 && alone >= 0 && bytes >= (uint64_t)alone) return GPU_ROOTED_ROOT_ALONE;
+  if (chain || (a->coll == ALGO_COLL_REDUCE && nranks >= 3 && bytes >= GPU_ROOT_FREE_MIN)) return GPU_ROOTED_ROOT_FREE;
+  return GPU_ROOTED_EVEN;
 }
 
-void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, int root_free, struct gx_plan* p) {
+void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_rooted_split split, struct gx_plan* p) {
   size_t es = a->es, off, cnt, moff, mcnt;
-  int m = root_free && nranks > 1 ? nranks - 1 : nranks;
+  int m = split == GPU_ROOTED_ROOT_ALONE ? 1 : split == GPU_ROOTED_ROOT_FREE && nranks > 1 ? nranks - 1 : nranks;
   plan_init(p, a, GX_REDUCE);
   p->scale_send = 0;
-  rooted_slice(a->count, nranks, a->root, root_free, rank, &moff, &mcnt);
+  rooted_slice(a->count, nranks, a->root, split, rank, &moff, &mcnt);
   for (int q = 0; q < nranks; q++) {
-    rooted_slice(a->count, nranks, a->root, root_free, q, &off, &cnt);
+    rooted_slice(a->count, nranks, a->root, split, q, &off, &cnt);
     p->send_off[q] = off * es, p->send_len[q] = cnt * es;
   }
   p->recv_len[rank] = mcnt * es;

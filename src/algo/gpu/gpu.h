@@ -231,8 +231,8 @@ mscclppResult_t gpu_coll_zc(struct algo_comm* ac, const struct algo_args* a);
 mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a);
 /* The start of the graph-only algorithm (zc.c): *go = 1 when it runs call a itself, with
  * *g the GPU state, z every rank's buffers as mapped here and p the call's exchange plans
- * (gpu_plans, two-phase for allreduce; gpu_plan_rooted for broadcast and reduce, root-free for the
- * broadcast's push chain and large reduces) (for captured calls or calls on registered windows,
+ * (gpu_plans, two-phase for allreduce; gpu_plan_rooted for broadcast and reduce, split by
+ * gpu_rooted_split) (for captured calls or calls on registered windows,
  * non-empty and no premulsum reduction; captured calls off windows swap their buffers'
  * registrations with every peer: a collective step); *go = 0 when the bulk sibling runs it instead (also when some rank's call is
  * an in-place alltoall, agreed in the swap). */
@@ -267,20 +267,29 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
 /* The plans of collective a on rank `rank` of nranks (1, or 2 for a two-phase allreduce: reduce-
  * scatter, then allgather); pure, for the run functions and the CPU-side plan test. */
 int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]);
+/* How a rooted plan (broadcast, reduce) splits the message among the ranks. */
+enum gpu_rooted_split {
+  GPU_ROOTED_EVEN,       /* rank q moves its slice of n */
+  GPU_ROOTED_ROOT_FREE,  /* the n - 1 ranks after the root share it, the root moves none (n > 1) */
+  GPU_ROOTED_ROOT_ALONE, /* the root moves all of it, the others nothing */
+};
 /* The staged plan of a broadcast or reduce (GX_REDUCE over slices, one_src / one_dst): rank q
- * moves its slice of the message: from the root's input into every rank's output (broadcast), or
- * reduced from every rank's input into the root's output (reduce). root_free (n > 1): the root has
- * no slice, the others share the message (the root's links then carry the message once each way
- * instead of 1.5 times out for a reduce's root on 4 ranks). */
-void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, int root_free, struct gx_plan* out);
-/* Whether call a's rooted plan leaves the root without a slice: a reduce on 3+ ranks from
- * GPU_ROOT_FREE_MIN bytes. Measured on 4x H100 (eager, float sum, us, root with / without a slice):
- * reduce 34.8 / 43.8 at 4M, 94.2 / 96.1 at 16M, 316 / 277 at 64M, 1199 / 1037 at 256M; broadcast
- * 38.0 / 38.3, 95.1 / 95.2, 312 / 405, 1157 / 1592; 2 ranks, 256M: reduce 814 / 893, broadcast
- * 760 / 840. The same on every rank (size, collective and rank count are). */
+ * moves its slice of the message (split): from the root's input into every rank's output
+ * (broadcast), or reduced from every rank's input into the root's output (reduce). */
+void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_rooted_split split, struct gx_plan* out);
+/* The split of call a's rooted plan on nranks ranks (chain: the broadcast runs as the push chain,
+ * which needs the root-free split). Root-free for a reduce on 3+ ranks from GPU_ROOT_FREE_MIN bytes:
+ * the root's links then carry the message once each way instead of 1.5 times out (measured on 4x
+ * H100, eager, float sum, us, root with / without a slice: reduce 34.8 / 43.8 at 4M, 94.2 / 96.1 at
+ * 16M, 316 / 277 at 64M, 1199 / 1037 at 256M; broadcast 38.0 / 38.3, 95.1 / 95.2, 312 / 405,
+ * 1157 / 1592; on 2 ranks, 256M, with / without: reduce 814 / 893, broadcast 760 / 840). Root alone on 2 ranks from MSCCLPP_ALGO_GPU_ROOT_ALONE_MIN bytes: the link then
+ * carries one direction's traffic, a broadcast's root writing, a reduce's root reading (2x H200,
+ * us, halves / root alone, eager: broadcast 61.4 / 57.8 at 16M, 759 / 751 at 256M, reduce 61.9 / 59.7,
+ * 818 / 751; captured: broadcast 56.6 / 53.1, 742 / 734, reduce 56.4 / 54.5, 800 / 734; at 1M the
+ * halves win, 8.8 / 10.3 and 9.4 / 11.5 captured). The same on every rank. */
 #define GPU_ROOT_FREE_MIN (64ull << 20)
+enum gpu_rooted_split gpu_rooted_split(const struct algo_args* a, int nranks, int chain);
 #define GPU_CHAIN_MIN_STEP 2048 /* bytes: the smallest step of a broadcast's push chain */
-int gpu_rooted_root_free(const struct algo_args* a, int nranks);
 /* A group's sends and receives on GPU ranks (p2p.c). */
 struct p2p_op;
 mscclppResult_t gpu_p2p_run(struct p2p_op* ops, int nops);

@@ -48,8 +48,8 @@ static void stage_plan(struct algo_comm* ac, const struct algo_args* a, int may_
                        struct gx_zc* z) {
   struct gx_plan two[2];
   if (a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE) {
-    int root_free = gpu_rooted_root_free(a, ac->nranks) || (may_ezc && gpu_bcast_chain(a, ac->nranks));
-    gpu_plan_rooted(a, ac->rank, ac->nranks, root_free, p);
+    int chain = may_ezc && gpu_bcast_chain(a, ac->nranks);
+    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_split(a, ac->nranks, chain), p);
   } else {
     (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, two);
     *p = two[0];

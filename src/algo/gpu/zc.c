@@ -246,7 +246,7 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
   if (!usable) LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
   *go = usable;
   if (usable && rooted)
-    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_root_free(a, ac->nranks) || bcast_chain_fits(a, ac->nranks), p);
+    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_split(a, ac->nranks, bcast_chain_fits(a, ac->nranks)), p);
   else if (usable)
     (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
   return mscclppSuccess;
