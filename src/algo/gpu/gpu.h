@@ -278,15 +278,17 @@ enum gpu_rooted_split {
  * (broadcast), or reduced from every rank's input into the root's output (reduce). */
 void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_rooted_split split, struct gx_plan* out);
 /* The split of call a's rooted plan on nranks ranks (chain: the broadcast runs as the push chain,
- * which needs the root-free split). Root-free for a reduce on 3+ ranks from GPU_ROOT_FREE_MIN bytes:
- * the root's links then carry the message once each way instead of 1.5 times out (measured on 4x
- * H100, eager, float sum, us, root with / without a slice: reduce 34.8 / 43.8 at 4M, 94.2 / 96.1 at
- * 16M, 316 / 277 at 64M, 1199 / 1037 at 256M; broadcast 38.0 / 38.3, 95.1 / 95.2, 312 / 405,
- * 1157 / 1592; on 2 ranks, 256M, with / without: reduce 814 / 893, broadcast 760 / 840). Root alone on 2 ranks from MSCCLPP_ALGO_GPU_ROOT_ALONE_MIN bytes: the link then
- * carries one direction's traffic, a broadcast's root writing, a reduce's root reading (2x H200,
- * us, halves / root alone, eager: broadcast 61.4 / 57.8 at 16M, 759 / 751 at 256M, reduce 61.9 / 59.7,
- * 818 / 751; captured: broadcast 56.6 / 53.1, 742 / 734, reduce 56.4 / 54.5, 800 / 734; at 1M the
- * halves win, 8.8 / 10.3 and 9.4 / 11.5 captured). The same on every rank. */
+ * which needs the root-free split); the same on every rank.
+ * Root-free for a reduce on 3+ ranks from GPU_ROOT_FREE_MIN bytes: the root's links then carry the
+ * message once each way instead of 1.5 times out (4x H100, eager, float sum, us, root with /
+ * without a slice: reduce 34.8 / 43.8 at 4M, 94.2 / 96.1 at 16M, 316 / 277 at 64M, 1199 / 1037 at
+ * 256M; broadcast 38.0 / 38.3, 95.1 / 95.2, 312 / 405, 1157 / 1592; on 2 ranks at 256M: reduce
+ * 814 / 893, broadcast 760 / 840).
+ * Root alone on 2 ranks from MSCCLPP_ALGO_GPU_ROOT_ALONE_MIN bytes: the link then carries one
+ * direction's traffic, a broadcast's root writing, a reduce's root reading (2x H200, us, halves /
+ * root alone, eager: broadcast 61.4 / 57.8 at 16M, 759 / 751 at 256M, reduce 61.9 / 59.7, 818 /
+ * 751; captured: broadcast 56.6 / 53.1, 742 / 734, reduce 56.4 / 54.5, 800 / 734; at 1M the halves
+ * win, 8.8 / 10.3 and 9.4 / 11.5 captured). */
 #define GPU_ROOT_FREE_MIN (64ull << 20)
 enum gpu_rooted_split gpu_rooted_split(const struct algo_args* a, int nranks, int chain);
 #define GPU_CHAIN_MIN_STEP 2048 /* bytes: the smallest step of a broadcast's push chain */

@@ -1,6 +1,7 @@
 /* zc.c - the zero-copy collectives (allreduce, allgather, reducescatter, alltoall; broadcast and
- * reduce captured only) for calls being captured into a CUDA graph: the kernel (zc.cu) reads peers' inputs and writes peers' outputs
- * directly, so the data moves once and no inbox or pipeline round is needed.
+ * reduce captured only) for calls being captured into a CUDA graph: the kernel (zc.cu) reads peers'
+ * inputs and writes peers' outputs directly, so the data moves once and no inbox or pipeline round
+ * is needed.
  *
  * Why only captured calls. A kernel can touch a peer's buffer only once this rank has mapped it,
  * and learning a peer's buffers takes a host exchange. Ranks may use different buffers from call
@@ -92,7 +93,7 @@ static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, c
   return mscclppSuccess;
 }
 
-/* Peer q's buffer b as mapped here (NULL: one q's call does not have, len 0). */
+/* Peer q's buffer b as mapped here (NULL when q's call has no such buffer: len 0). */
 static mscclppResult_t take(struct gpu_net* g, int q, const struct zc_buf* b, char** out) {
   *out = NULL;
   if (b->len == 0) return mscclppSuccess;
