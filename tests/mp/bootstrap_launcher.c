@@ -5,11 +5,13 @@
  *   bootstrap_launcher            every rank prints "rank R of N: ok" and exits 0
  *   bootstrap_launcher fail-root  rank 0 cannot start its root (MSCCLPP_SOCKET_IFNAME names no
  *                                 interface): every rank prints "rank R: init failed after S s: why"
- *                                 and exits 3 */
+ *                                 and exits 3; rank 0 stays up a few seconds first, since
+ *                                 torchrun stops every other rank once one has exited */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mscclpp/mscclpp.h>
 
@@ -36,6 +38,8 @@ int main(int argc, char** argv) {
   mscclppResult_t r = mscclppCommInitFromEnv(&comm, NULL);
   if (r != mscclppSuccess) {
     printf("rank %d: init failed after %.2f s: %s\n", me, now_s() - t0, mscclppGetLastError());
+    fflush(stdout); /* a SIGTERM from the launcher would drop a buffered line */
+    if (fail_root && me == 0) sleep(5);
     return 3;
   }
   int rank = -1, n = 0;
