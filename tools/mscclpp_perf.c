@@ -339,10 +339,8 @@ static void parse(int argc, char** argv, struct opts* o) {
 
 /* ---- what one size moves ---------------------------------------------------------------------- */
 
-static int is_reduction(int coll) {
-  return coll == ALGO_COLL_ALLREDUCE || coll == ALGO_COLL_REDUCESCATTER || coll == ALGO_COLL_REDUCE;
-}
-static int is_rooted(int coll) { return coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE; }
+static int is_reduction(int coll) { return algo_coll_reduces((enum algo_coll)coll); }
+static int is_rooted(int coll) { return algo_coll_rooted((enum algo_coll)coll); }
 
 struct shape {
   size_t count;          /* the API's count */

@@ -34,6 +34,12 @@ enum algo_coll {
 /* "allreduce", "allgather", ... (the names of the tuning table and of mscclpp-perf). */
 const char* algo_coll_name(enum algo_coll coll);
 
+/* Broadcast and reduce: the collectives with a root (only the root has an input / an output). */
+int algo_coll_rooted(enum algo_coll coll);
+
+/* Allreduce, reducescatter and reduce: the collectives that combine the ranks' data with an op. */
+int algo_coll_reduces(enum algo_coll coll);
+
 /* One collective call, checked. count keeps the API's meaning (per rank block for allgather,
  * reducescatter and alltoall). */
 struct algo_args {

@@ -32,7 +32,7 @@ static mscclppResult_t not_built(const char* what) {
  * a copy on the call's stream (GPU) or here (CPU), nothing in place. An algorithm forced by
  * MSCCLPP_ALGO runs instead (its cost without peers can then be measured on one GPU). */
 static int one_rank(const struct algo_comm* ac, const struct algo_args* a, mscclppResult_t* res) {
-  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_REDUCE;
+  int red = algo_coll_reduces(a->coll);
   if (ac->nranks != 1 || (red && a->op == ELEM_OP_PREMUL) || algo_forced(a->coll, ac->kind)) return 0;
   size_t bytes = a->count * a->es;
   *res = mscclppSuccess;

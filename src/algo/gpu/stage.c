@@ -31,7 +31,7 @@ static uint64_t stage_bytes(const struct gpu_net* g) { return 2ull * (uint64_t)g
 
 /* Calls whose pieces (ranges of the elements) are whole calls of their own. */
 static int sliceable(enum algo_coll c) {
-  return c == ALGO_COLL_ALLREDUCE || c == ALGO_COLL_BROADCAST || c == ALGO_COLL_REDUCE;
+  return c == ALGO_COLL_ALLREDUCE || algo_coll_rooted(c);
 }
 
 /* Bytes of the buffer a call stages: its input (reductions, broadcast) or output (copies). */
@@ -47,7 +47,7 @@ static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args*
 static void stage_plan(struct algo_comm* ac, const struct algo_args* a, int may_ezc, struct gx_plan* p,
                        struct gx_zc* z) {
   struct gx_plan two[2];
-  if (a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE) {
+  if (algo_coll_rooted(a->coll)) {
     int chain = may_ezc && gpu_bcast_chain(a, ac->nranks);
     gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_split(a, ac->nranks, chain), p);
   } else {
@@ -124,7 +124,7 @@ static mscclppResult_t stage_pieces(struct gpu_net* g, struct algo_comm* ac, con
 }
 
 mscclppResult_t gpu_coll_stage(struct algo_comm* ac, const struct algo_args* a) {
-  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_REDUCE;
+  int red = algo_coll_reduces(a->coll);
   if (a->count == 0 || (red && a->op == ELEM_OP_PREMUL)) return gpu_bulk_of(a->coll)(ac, a);
   struct gpu_net* g;
   MPP_CHECK(gpu_net_get(ac, a->stream, &g));

@@ -73,7 +73,7 @@ static mscclppResult_t describe(struct gpu_net* g, const struct algo_comm* ac, c
   gpu_in_out_bytes(ac->nranks, a, &inb, &outb);
   memset(h, 0, sizeof(*h));
   h->magic = ZC_MAGIC, h->coll = (uint32_t)a->coll, h->dtype = (uint32_t)a->dtype, h->count = a->count;
-  h->root = a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE ? a->root : -1;
+  h->root = algo_coll_rooted(a->coll) ? a->root : -1;
   h->usable = !(a->coll == ALGO_COLL_ALLTOALL && a->send == a->recv); /* api.c refuses partial overlap */
   const void* ptr[2] = {a->send, a->recv};
   uint64_t len[2] = {inb, outb};
@@ -235,8 +235,8 @@ int gpu_bcast_chain(const struct algo_args* a, int nranks) {
 
 mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_args* a, struct gpu_net** g,
                                      struct gx_zc* z, struct gx_plan p[2], int* go) {
-  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_REDUCE;
-  int rooted = a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE;
+  int red = algo_coll_reduces(a->coll);
+  int rooted = algo_coll_rooted(a->coll);
   *go = 0;
   /* rooted calls: captured only (off the root, the buffer the call lacks need not be in a window) */
   int mapped = rooted ? a->captured : a->captured || a->win[0] || a->registered;

@@ -38,13 +38,13 @@ static int is_inplace(const struct algo_args* a, int rank) {
 }
 
 static void make_query(const struct algo_comm* ac, const struct algo_args* a, struct planreg_query* q) {
-  int red = a->coll == ALGO_COLL_ALLREDUCE || a->coll == ALGO_COLL_REDUCESCATTER || a->coll == ALGO_COLL_REDUCE;
+  int red = algo_coll_reduces(a->coll);
   memset(q, 0, sizeof(*q));
   q->coll = (int)a->coll;
   q->count = a->count, q->es = a->es, q->bytes = a->bytes, q->dtype = a->dtype;
   q->op = red ? (int)a->op : -1;
   q->user_op = red ? (int)a->user_op : -1;
-  q->root = a->coll == ALGO_COLL_BROADCAST || a->coll == ALGO_COLL_REDUCE ? a->root : -1;
+  q->root = algo_coll_rooted(a->coll) ? a->root : -1;
   q->nranks = ac->nranks, q->rank = ac->rank, q->rpn = ranks_per_node(ac->comm);
   q->inplace = a->coll == ALGO_COLL_BROADCAST ? 0 : is_inplace(a, ac->rank); /* only the root could tell */
 }
