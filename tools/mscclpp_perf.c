@@ -339,9 +339,6 @@ static void parse(int argc, char** argv, struct opts* o) {
 
 /* ---- what one size moves ---------------------------------------------------------------------- */
 
-static int is_reduction(int coll) { return algo_coll_reduces((enum algo_coll)coll); }
-static int is_rooted(int coll) { return algo_coll_rooted((enum algo_coll)coll); }
-
 struct shape {
   size_t count;          /* the API's count */
   size_t in, out;        /* elements of this rank's input and output */
@@ -571,7 +568,7 @@ static int run_once(struct bench* b, int impl, const struct shape* s, int inplac
 
 /* The reduction operator of a measurement (a pre-multiplied sum gets this rank's verify scalar). */
 static int make_op(struct bench* b, int impl, const struct verify_spec* spec) {
-  if (!is_reduction(b->o.coll) || b->o.op != ELEM_OP_PREMUL) return b->o.op;
+  if (!algo_coll_reduces(b->o.coll) || b->o.op != ELEM_OP_PREMUL) return b->o.op;
   unsigned char scalar[8] = {0};
   verify_scalar(spec, b->rank, scalar);
   if (impl != IMPL_MSCCLPP) {
@@ -705,7 +702,7 @@ static double over_ranks(int mode, int n, const double* t, size_t stride) {
 static struct result measure(struct bench* b, int impl, const struct shape* s, int inplace, uint64_t seed) {
   struct result res = {.valid = 1, .wrong = (size_t)-1};
   if (impl != IMPL_MSCCLPP && inplace && b->o.coll == ALGO_COLL_ALLTOALL) return (struct result){0}; /* see the header */
-  struct verify_spec spec = {.dtype = b->o.dtype, .op = is_reduction(b->o.coll) ? b->o.op : -1, .nranks = b->n, .seed = seed};
+  struct verify_spec spec = {.dtype = b->o.dtype, .op = algo_coll_reduces(b->o.coll) ? b->o.op : -1, .nranks = b->n, .seed = seed};
   int op = make_op(b, impl, &spec);
   prepare_data(b, impl, s, inplace, &spec);
   if (run_once(b, impl, s, inplace, op) != 0) { /* GPU collectives missing: every rank fails alike */
@@ -750,7 +747,7 @@ static const char* mask_name(unsigned mask, int n, const char* (*name)(int)) {
 }
 static const char* dtypes_name(const struct opts* o) { return mask_name(o->dtypes, ELEM_DTYPE_COUNT, elem_dtype_name); }
 static const char* ops_name(const struct opts* o) {
-  return is_reduction(o->coll) ? mask_name(o->ops, ELEM_OP_COUNT, op_name) : "none";
+  return algo_coll_reduces(o->coll) ? mask_name(o->ops, ELEM_OP_COUNT, op_name) : "none";
 }
 
 /* One rank's line of the "# Using devices" list. */
@@ -788,7 +785,7 @@ static void print_devices(struct bench* b) {
 static void print_header(struct bench* b) {
   const struct opts* o = &b->o;
   printf("# mscclpp-perf %s: %d %s ranks, datatype %s, op %s, root %d\n", coll_name(o->coll), b->n, b->gpu ? "GPU" : "CPU",
-         dtypes_name(o), ops_name(o), is_rooted(o->coll) ? o->root : -1);
+         dtypes_name(o), ops_name(o), algo_coll_rooted(o->coll) ? o->root : -1);
   printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %g(%s) warmup iters: %d iters: %d agg iters: 1 "
          "validation: %d graph: %d unalign: 0\n", o->minb, o->maxb, o->stepb ? (double)o->stepb : o->factor,
          o->nsizes ? "list" : o->stepb ? "bytes" : "factor", o->warmup, o->iters, o->check, b->gpu ? o->graphs : 0);
@@ -857,13 +854,13 @@ static void report_row(struct bench* b, int impl, const struct shape* s, const s
   fmt_result(b, s, oop, a, sizeof(a), impl);
   fmt_result(b, s, ip, c, sizeof(c), impl);
   printf("%12zu  %12zu  %8s  %6s  %6d  %s  %s%s%s\n", s->bytes, s->bytes / b->es, elem_dtype_name(b->o.dtype),
-         is_reduction(b->o.coll) ? op_name(b->o.op) : "none", is_rooted(b->o.coll) ? b->o.root : -1, a, c,
+         algo_coll_reduces(b->o.coll) ? op_name(b->o.op) : "none", algo_coll_rooted(b->o.coll) ? b->o.root : -1, a, c,
          b->o.nccl && b->gpu ? "  " : "", b->o.nccl && b->gpu ? impl_name(impl) : "");
   fflush(stdout);
   if (b->json == NULL) return;
   fprintf(b->json, "%s\n    {\"impl\": \"%s\", \"datatype\": \"%s\", \"op\": \"%s\", \"bytes\": %zu, \"count\": %zu, ",
           b->json_rows++ ? "," : "", impl_name(impl), elem_dtype_name(b->o.dtype),
-          is_reduction(b->o.coll) ? op_name(b->o.op) : "none", s->bytes, s->bytes / b->es);
+          algo_coll_reduces(b->o.coll) ? op_name(b->o.op) : "none", s->bytes, s->bytes / b->es);
   json_result(b->json, "out_of_place", b, s, oop);
   fprintf(b->json, ", ");
   json_result(b->json, "in_place", b, s, ip);
@@ -899,7 +896,7 @@ static void json_open(struct bench* b) {
   fprintf(b->json, "{\"tool\": \"mscclpp-perf\", \"collective\": \"%s\", \"nranks\": %d, \"rank_kind\": \"%s\", ",
           coll_name(b->o.coll), b->n, b->gpu ? "gpu" : "cpu");
   fprintf(b->json, "\"datatype\": \"%s\", \"op\": \"%s\", \"root\": %d, \"iters\": %d, \"warmup\": %d, \"graphs\": %d, ",
-          dtypes_name(&b->o), ops_name(&b->o), is_rooted(b->o.coll) ? b->o.root : -1, b->o.iters, b->o.warmup,
+          dtypes_name(&b->o), ops_name(&b->o), algo_coll_rooted(b->o.coll) ? b->o.root : -1, b->o.iters, b->o.warmup,
           b->gpu ? b->o.graphs : 0);
   fprintf(b->json, "\"check\": %s, \"rows\": [", b->o.check ? "true" : "false");
 }
@@ -935,7 +932,7 @@ static void setup(struct bench* b) {
   mscclppRankKind_t kind;
   MPP_OK(b, mscclppCommRankKind(b->comm, b->rank, &kind));
   b->gpu = kind == mscclppRankGpu;
-  if (is_rooted(b->o.coll) && (b->o.root < 0 || b->o.root >= b->n)) {
+  if (algo_coll_rooted(b->o.coll) && (b->o.root < 0 || b->o.root >= b->n)) {
     if (b->rank == 0) cli_usage_error(TOOL, "-r %d: the root must be a rank, 0..%d", b->o.root, b->n - 1);
     exit(2);
   }
@@ -1033,7 +1030,7 @@ int main(int argc, char** argv) {
       if (!(b.o.ops >> op & 1)) continue;
       b.o.dtype = t, b.o.op = op, b.es = mscclppDataTypeSize((mscclppDataType_t)t);
       run_sizes(&b, &seed);
-      if (!is_reduction(b.o.coll)) break; /* no operator: once per datatype */
+      if (!algo_coll_reduces(b.o.coll)) break; /* no operator: once per datatype */
     }
   }
   print_footer(&b);

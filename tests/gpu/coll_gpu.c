@@ -86,10 +86,6 @@ static struct shape shape_of(int coll, size_t count) {
   return s;
 }
 
-static int is_red(int coll) {
-  return coll == ALGO_COLL_ALLREDUCE || coll == ALGO_COLL_REDUCESCATTER || coll == ALGO_COLL_REDUCE;
-}
-
 /* Input and output of a call; in place follows NCCL. Calls of one batch use disjoint slots. */
 static void placement(int coll, const struct shape* s, size_t es, int inplace, size_t slot, char** in, char** out) {
   *in = g.send + slot, *out = g.recv + slot;
@@ -180,10 +176,10 @@ static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
   mscclppRedOp_t rop[BATCH];
   char *in[BATCH], *out[BATCH];
   for (int b = 0; b < BATCH; b++) {
-    spec[b] = (struct verify_spec){.dtype = dtype, .op = is_red(coll) ? op : -1, .nranks = g.n, .seed = ++g.seed};
+    spec[b] = (struct verify_spec){.dtype = dtype, .op = algo_coll_reduces(coll) ? op : -1, .nranks = g.n, .seed = ++g.seed};
     placement(coll, &s, es, inplace, (size_t)b * slot_bytes, &in[b], &out[b]);
     rop[b] = (mscclppRedOp_t)(op == ELEM_OP_PREMUL ? 0 : op);
-    if (is_red(coll) && op == ELEM_OP_PREMUL) {
+    if (algo_coll_reduces(coll) && op == ELEM_OP_PREMUL) {
       unsigned char scalar[8] = {0};
       verify_scalar(&spec[b], g.rank, scalar);
       if (b == 1) { /* one call of each batch reads its scalar from device memory in the kernel */
@@ -204,7 +200,7 @@ static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
   for (int b = 0; b < BATCH; b++) {
     mscclppResult_t r = call(coll, &s, dtype, rop[b], root, in[b], out[b]);
     CHECK_MSG(r == mscclppSuccess, "rank %d: %s %s %s count %zu: %s", g.rank, algo_coll_name(coll), elem_dtype_name(dtype),
-              is_red(coll) ? elem_op_name(op) : "-", count, mscclppGetLastError());
+              algo_coll_reduces(coll) ? elem_op_name(op) : "-", count, mscclppGetLastError());
   }
   if (g.graph) replay_once();
   CUDA_OK(cudaStreamSynchronize(g.stream));
@@ -218,7 +214,7 @@ static void run_case(int coll, int dtype, int op, int inplace, size_t count) {
   for (int b = 0; b < BATCH; b++) {
     size_t wrong = check(coll, &s, &spec[b], es, root, out[b]);
     CHECK_MSG(wrong == 0, "rank %d: %s %s %s %s count %zu (call %d of the batch): %zu wrong elements", g.rank,
-              algo_coll_name(coll), elem_dtype_name(dtype), is_red(coll) ? elem_op_name(op) : "-",
+              algo_coll_name(coll), elem_dtype_name(dtype), algo_coll_reduces(coll) ? elem_op_name(op) : "-",
               inplace ? "in place" : "out of place", count, b, wrong);
     if (rop[b] >= mscclppNumOps) CHECK_OK(mscclppRedOpDestroy(rop[b], g.comm));
   }
@@ -360,11 +356,11 @@ int main(int argc, char** argv) {
     int allreduce_only = strcmp(variant, "ll2") == 0 || strcmp(variant, "bulk1") == 0;
     if (allreduce_only && coll != ALGO_COLL_ALLREDUCE) continue;
     for (int di = 0; di < ndt; di++)
-      for (int op = 0; op < (is_red(coll) ? ELEM_OP_COUNT : 1); op++)
+      for (int op = 0; op < (algo_coll_reduces(coll) ? ELEM_OP_COUNT : 1); op++)
         for (int inplace = 0; inplace < 2; inplace++)
           for (int k = 0; k < 4; k++) run_case(coll, dtypes[di], op, inplace, counts[k]);
     if (g.rank == 0) printf("coll_gpu %s: %s passed (%ld calls so far)\n", variant, algo_coll_name(coll), g.calls);
-    int rooted = coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE; /* zero copy: captured or staged only */
+    int rooted = algo_coll_rooted(coll); /* zero copy: captured or staged only */
     if (!g.xhost && (g.graph || g.windows || g.registered || g.staged) && (!rooted || g.staged || g.graph)) {
       uint64_t z = zc_launches();
       CHECK_MSG(z > zc_seen, "rank %d: no %s launch for the %s calls", g.rank, variant, algo_coll_name(coll));

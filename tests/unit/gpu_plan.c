@@ -293,7 +293,7 @@ int main(void) {
                 run_one(&s, tp);
                 cases++;
                 /* the staged plans, every split (premulsum runs the bulk kernel instead) */
-                int rooted = (coll == ALGO_COLL_BROADCAST || coll == ALGO_COLL_REDUCE) && op != ELEM_OP_PREMUL && tp == 0;
+                int rooted = algo_coll_rooted(coll) && op != ELEM_OP_PREMUL && tp == 0;
                 for (int sp = GPU_ROOTED_EVEN; rooted && sp <= GPU_ROOTED_ROOT_ALONE; sp++) {
                   sim_init(&s, ns[ni], coll, dtypes[di], op, inplace, counts[ci], seed++);
                   run_rooted(&s, (enum gpu_rooted_split)sp);

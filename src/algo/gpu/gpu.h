@@ -277,6 +277,7 @@ enum gpu_rooted_split {
  * moves its slice of the message (split): from the root's input into every rank's output
  * (broadcast), or reduced from every rank's input into the root's output (reduce). */
 void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_rooted_split split, struct gx_plan* out);
+#define GPU_ROOT_FREE_MIN (64ull << 20) /* bytes: see gpu_rooted_split */
 /* The split of call a's rooted plan on nranks ranks (chain: the broadcast runs as the push chain,
  * which needs the root-free split); the same on every rank.
  * Root-free for a reduce on 3+ ranks from GPU_ROOT_FREE_MIN bytes: the root's links then carry the
@@ -289,7 +290,6 @@ void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_r
  * root alone, eager: broadcast 61.4 / 57.8 at 16M, 759 / 751 at 256M, reduce 61.9 / 59.7, 818 /
  * 751; captured: broadcast 56.6 / 53.1, 742 / 734, reduce 56.4 / 54.5, 800 / 734; at 1M the halves
  * win, 8.8 / 10.3 and 9.4 / 11.5 captured). */
-#define GPU_ROOT_FREE_MIN (64ull << 20)
 enum gpu_rooted_split gpu_rooted_split(const struct algo_args* a, int nranks, int chain);
 #define GPU_CHAIN_MIN_STEP 2048 /* bytes: the smallest step of a broadcast's push chain */
 /* A group's sends and receives on GPU ranks (p2p.c). */
