@@ -91,8 +91,10 @@ __device__ void bulk_reduce_out(const gpu_dev& d, const gx_plan& p, uint64_t k, 
   red_range<DT, OP, true>(dst, srcs, d.nranks, n / sizeof(T), threadIdx.x, blockDim.x);
 }
 
+/* Two blocks per SM, as zc_kernel: uncapped, the kernel took 128 registers per thread, one block fit
+ * an SM, and the default 256 blocks ran in two waves on a 132-SM GPU. */
 template <int DT, int OP>
-__global__ void __launch_bounds__(GPU_BULK_THREADS) bulk_kernel(gpu_dev d, gx_plan p) {
+__global__ void __launch_bounds__(GPU_BULK_THREADS, 2) bulk_kernel(gpu_dev d, gx_plan p) {
   if (p.skip != NULL && *p.skip != 0) return; /* the probe before it did the call (every rank alike) */
   uint64_t cb = p.step_cb, C = cb * (uint64_t)d.nblocks;
   uint64_t steps = (p.maxlen + C - 1) / C, mine = (uint64_t)blockIdx.x * cb;
