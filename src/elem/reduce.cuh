@@ -262,6 +262,19 @@ struct GxPick {
       }
     return cudaSuccess;
   }
+  /* The fewest blocks of `threads` threads that one SM holds at once, over every instantiation
+   * (their registers and shared memory decide), into *per_sm. */
+  static cudaError_t min_resident(int threads, int* per_sm) {
+    *per_sm = 1 << 30;
+    for (int dt = 0; dt < ELEM_DTYPE_COUNT; dt++)
+      for (int op = 0; op < ELEM_OP_COUNT; op++) {
+        int nb = 0;
+        cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, (const void*)pick(dt, op), threads, 0);
+        if (e != cudaSuccess) return e;
+        if (nb < *per_sm) *per_sm = nb;
+      }
+    return cudaSuccess;
+  }
 };
 
 #endif /* MPP_ELEM_REDUCE_CUH_ */

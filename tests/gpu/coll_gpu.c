@@ -261,6 +261,16 @@ static void check_xhost_selection(void) {
 
 static const int dtypes[] = {7, 9, 6, 2, 1, 8, 10, 4, 11, 3, 0, 5};
 
+/* The bulk and zero-copy kernels keep two 512-thread blocks per SM (their register caps), so the
+ * default 256 blocks run in one wave on a 132-SM GPU. */
+static void check_residency(void) {
+  int bulk = 0, zc = 0;
+  CHECK_OK(gpu_resident_bulk(&bulk));
+  CHECK_OK(gpu_resident_zc(&zc));
+  CHECK_MSG(bulk >= 2 && zc >= 2, "rank %d: blocks per SM: bulk kernel %d, zero-copy kernel %d (want 2 each)", g.rank,
+            bulk, zc);
+}
+
 int main(int argc, char** argv) {
   const char* variant = argc > 1 ? argv[1] : "table";
   if (strcmp(variant, "ll") == 0)
@@ -331,6 +341,7 @@ int main(int argc, char** argv) {
               variant);
   }
   init();
+  check_residency();
   mscclppWindow_t wins[2] = {NULL, NULL};
   if (g.windows) {
     CHECK_OK(mscclppCommWindowRegister(g.comm, g.send, g.cap, &wins[0]));

@@ -140,3 +140,7 @@ extern "C" mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct
 extern "C" mscclppResult_t gpu_preload_bulk(void) {
   return gpu_cuda_check(GxPick<BulkGet>::preload(), "loading the bulk kernels");
 }
+
+extern "C" mscclppResult_t gpu_resident_bulk(int* per_sm) {
+  return gpu_cuda_check(GxPick<BulkGet>::min_resident(GPU_BULK_THREADS, per_sm), "the bulk kernels' occupancy");
+}

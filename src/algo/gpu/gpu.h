@@ -190,6 +190,11 @@ mscclppResult_t gpu_preload_ll(void);
 mscclppResult_t gpu_preload_bulk(void);
 mscclppResult_t gpu_preload_zc(void);
 
+/* The fewest blocks of GPU_BULK_THREADS threads any bulk / zero-copy kernel instantiation keeps
+ * resident on one SM of the current device (setup compares it with nblocks). */
+mscclppResult_t gpu_resident_bulk(int* per_sm);
+mscclppResult_t gpu_resident_zc(int* per_sm);
+
 /* GPU ranks on several hosts (xhost.cu, used by xhost_algos.c): dst[i] = srcs[0][i] op ... op
  * srcs[nsrc-1][i] in source order, then / divide when divide > 0 (avg); sources in device or
  * host-mapped pinned memory, dst may be one of them. op: sum, prod, max or min. */

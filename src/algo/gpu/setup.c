@@ -129,6 +129,25 @@ static mscclppResult_t upload(struct gpu_net* g) {
   return gpu_copy_sync(g->d.chans, g->hchans, bytes);
 }
 
+/* Warns when a bulk or zero-copy kernel cannot hold all nblocks blocks on the current GPU at once:
+ * the blocks beyond then wait for the wave before them to end (results stay right). A kernel that
+ * lost its register cap once ran 2-4x slower so, unnoticed until measured. */
+static mscclppResult_t check_residency(const struct gpu_net* g) {
+  int dev = 0, sms = 0, per_sm[2] = {0, 0};
+  const char* kernel[2] = {"bulk", "zero-copy"};
+  MPP_CHECK(gpu_cuda_check(cudaGetDevice(&dev), "the current device"));
+  MPP_CHECK(gpu_cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "the SM count"));
+  MPP_CHECK(gpu_resident_bulk(&per_sm[0]));
+  MPP_CHECK(gpu_resident_zc(&per_sm[1]));
+  for (int k = 0; k < 2; k++)
+    if ((int64_t)per_sm[k] * sms < g->d.nblocks)
+      LOG_WARN_(LOG_SUB_ALGO,
+                "GPU collectives: the %s kernel keeps %d blocks of %d threads per SM, %d on this GPU's %d SMs: "
+                "MSCCLPP_ALGO_GPU_BLOCKS=%d runs in waves (slower)",
+                kernel[k], per_sm[k], GPU_BULK_THREADS, per_sm[k] * sms, sms, g->d.nblocks);
+  return mscclppSuccess;
+}
+
 static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
   struct mscclppComm* comm = ac->comm;
   MPP_CHECK(geometry(g, ac->rank, ac->nranks));
@@ -139,6 +158,7 @@ static mscclppResult_t make(struct algo_comm* ac, struct gpu_net* g) {
   MPP_CHECK(gpu_preload_ll());
   MPP_CHECK(gpu_preload_bulk());
   MPP_CHECK(gpu_preload_zc());
+  MPP_CHECK(check_residency(g));
   LOG_INFO_(LOG_SUB_ALGO, "GPU collectives: %d ranks, LL inbox %llu B, bulk inbox %llu B, %d blocks", ac->nranks,
             (unsigned long long)g->d.ll_slot, (unsigned long long)g->d.bulk_slot, g->d.nblocks);
   return mscclppSuccess;

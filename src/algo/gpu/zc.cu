@@ -311,3 +311,7 @@ extern "C" mscclppResult_t gpu_launch_zc(const struct gpu_dev* d, const struct g
 extern "C" mscclppResult_t gpu_preload_zc(void) {
   return gpu_cuda_check(GxPick<ZcGet>::preload(), "loading the zero-copy kernels");
 }
+
+extern "C" mscclppResult_t gpu_resident_zc(int* per_sm) {
+  return gpu_cuda_check(GxPick<ZcGet>::min_resident(GPU_BULK_THREADS, per_sm), "the zero-copy kernels' occupancy");
+}
