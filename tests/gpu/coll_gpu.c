@@ -261,13 +261,13 @@ static void check_xhost_selection(void) {
 
 static const int dtypes[] = {7, 9, 6, 2, 1, 8, 10, 4, 11, 3, 0, 5};
 
-/* The bulk and zero-copy kernels keep two 512-thread blocks per SM (their register caps), so the
- * default 256 blocks run in one wave on a 132-SM GPU. */
+/* The bulk copy and zero-copy kernels keep two 512-thread blocks per SM (their register caps), so
+ * the default 256 blocks run in one wave on a 132-SM GPU. */
 static void check_residency(void) {
   int bulk = 0, zc = 0;
   CHECK_OK(gpu_resident_bulk(&bulk));
   CHECK_OK(gpu_resident_zc(&zc));
-  CHECK_MSG(bulk >= 2 && zc >= 2, "rank %d: blocks per SM: bulk kernel %d, zero-copy kernel %d (want 2 each)", g.rank,
+  CHECK_MSG(bulk >= 2 && zc >= 2, "rank %d: blocks per SM: bulk copy kernel %d, zero-copy kernel %d (want 2 each)", g.rank,
             bulk, zc);
 }
 

@@ -50,16 +50,17 @@ __device__ int bulk_round(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64
   return gx_round(d, k < mine || (k == steps && mine > 0));
 }
 
-template <int DT>
+/* SCALES: the kernel may scale (premultiplied sums); the copy kernel passes false. */
+template <int DT, bool SCALES>
 __device__ void bulk_put(const gpu_dev& d, const gx_plan& p, uint64_t k, uint64_t lo, uint64_t cb) {
-  elem_scalar sc = p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
+  elem_scalar sc = SCALES && p.scale_send ? plan_scalar<DT>(p.scalar, p.scalar_dev) : p.scalar;
   for (int i = 1; i < d.nranks; i++) { /* from the next rank on: the ranks' writes spread over the peers */
     int q = (d.rank + i) % d.nranks;
     uint64_t n = share(p.send_len[q], lo, cb);
     if (q == d.rank || n == 0) continue;
     char* dst = bulk_inbox(d, (char*)d.chans[q].remote, (uint32_t)(k & 1), d.rank);
     const char* src = p.src + p.send_off[q] + lo;
-    if (p.scale_send) scale_range<DT>(dst, src, n / sizeof(typename Ty<DT>::T), sc, threadIdx.x, blockDim.x);
+    if (SCALES && p.scale_send) scale_range<DT>(dst, src, n / sizeof(typename Ty<DT>::T), sc, threadIdx.x, blockDim.x);
     else mscclppCopy(dst, src, n, threadIdx.x, blockDim.x);
   }
 }
@@ -91,24 +92,41 @@ __device__ void bulk_reduce_out(const gpu_dev& d, const gx_plan& p, uint64_t k, 
   red_range<DT, OP, true>(dst, srcs, d.nranks, n / sizeof(T), threadIdx.x, blockDim.x);
 }
 
-/* Two blocks per SM, as zc_kernel: uncapped, the kernel took 128 registers per thread, one block fit
- * an SM, and the default 256 blocks ran in two waves on a 132-SM GPU. */
-template <int DT, int OP>
-__global__ void __launch_bounds__(GPU_BULK_THREADS, 2) bulk_kernel(gpu_dev d, gx_plan p) {
+/* The whole exchange of one block. REDUCES: the kernel also serves GX_REDUCE and scaled plans;
+ * without it, only unscaled copies (the launch picks accordingly). */
+template <int DT, int OP, bool REDUCES>
+__device__ __forceinline__ void bulk_run(const gpu_dev& d, const gx_plan& p) {
   if (p.skip != NULL && *p.skip != 0) return; /* the probe before it did the call (every rank alike) */
   uint64_t cb = p.step_cb, C = cb * (uint64_t)d.nblocks;
   uint64_t steps = (p.maxlen + C - 1) / C, mine = (uint64_t)blockIdx.x * cb;
-  if (steps > 0) bulk_put<DT>(d, p, 0, mine, cb);
+  if (steps > 0) bulk_put<DT, REDUCES>(d, p, 0, mine, cb);
   __syncthreads();
   for (uint64_t k = 0; k < steps; k++) {
     uint64_t lo = k * C + mine;
     if (bulk_round(d, p, k, C, steps)) return; /* the rank's device-error record says who timed out */
-    if (k + 1 < steps) bulk_put<DT>(d, p, k + 1, lo + C, cb);
+    if (k + 1 < steps) bulk_put<DT, REDUCES>(d, p, k + 1, lo + C, cb);
     if (p.mode == GX_COPY) bulk_copy_out(d, p, k, lo, cb);
-    else if (p.mode == GX_REDUCE) bulk_reduce_out<DT, OP>(d, p, k, lo, cb);
+    else if (REDUCES && p.mode == GX_REDUCE) bulk_reduce_out<DT, OP>(d, p, k, lo, cb);
     __syncthreads();
   }
   (void)bulk_round(d, p, steps, C, steps);
+}
+
+/* Reducing or scaling plans. Uncapped: 128 registers, one 512-thread block per SM, so the default
+ * 256 blocks run in two waves on 132 SMs. Capped at two blocks per SM (64 registers) it spills
+ * 180-470 B per thread and was slower (2x H200, eager allreduce: 228 vs 215 us at 64 MiB, 803 vs
+ * 773 us at 256 MiB, the same run). */
+template <int DT, int OP>
+__global__ void __launch_bounds__(GPU_BULK_THREADS) bulk_kernel(gpu_dev d, gx_plan p) {
+  bulk_run<DT, OP, true>(d, p);
+}
+
+/* Unscaled copies (allgather, alltoall, broadcast, send / receive): no reduction code, 64 registers
+ * without spills, two blocks per SM, the 256 blocks in one wave (2x H200, eager, us, this kernel /
+ * the uncapped one: allgather 115.0 / 129.0 at 64 MiB, 392.7 / 403.7 at 256 MiB; alltoall 115.2 /
+ * 127.6, 393.2 / 404.9; the same run). */
+__global__ void __launch_bounds__(GPU_BULK_THREADS, 2) bulk_copy_kernel(gpu_dev d, gx_plan p) {
+  bulk_run<0, ELEM_OP_SUM, false>(d, p);
 }
 
 typedef void (*bulk_fn)(gpu_dev, gx_plan);
@@ -130,7 +148,8 @@ static uint64_t step_bytes(const struct gpu_dev* d, uint64_t maxlen) {
 }
 
 extern "C" mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct gx_plan* p, void* stream) {
-  bulk_fn k = GxPick<BulkGet>::pick(p->dtype, p->op);
+  bool copies = p->mode != GX_REDUCE && !p->scale_send;
+  bulk_fn k = copies ? bulk_copy_kernel : GxPick<BulkGet>::pick(p->dtype, p->op);
   struct gx_plan q = *p;
   q.step_cb = step_bytes(d, p->maxlen);
   k<<<d->nblocks, GPU_BULK_THREADS, 0, (cudaStream_t)stream>>>(*d, q);
@@ -138,9 +157,14 @@ extern "C" mscclppResult_t gpu_launch_bulk(const struct gpu_dev* d, const struct
 }
 
 extern "C" mscclppResult_t gpu_preload_bulk(void) {
-  return gpu_cuda_check(GxPick<BulkGet>::preload(), "loading the bulk kernels");
+  cudaFuncAttributes attr;
+  cudaError_t e = cudaFuncGetAttributes(&attr, (const void*)bulk_copy_kernel);
+  return gpu_cuda_check(e == cudaSuccess ? GxPick<BulkGet>::preload() : e, "loading the bulk kernels");
 }
 
+/* The copy kernel's count: the reducing instantiations keep one block per SM by choice (above). */
 extern "C" mscclppResult_t gpu_resident_bulk(int* per_sm) {
-  return gpu_cuda_check(GxPick<BulkGet>::min_resident(GPU_BULK_THREADS, per_sm), "the bulk kernels' occupancy");
+  const void* k = (const void*)bulk_copy_kernel;
+  return gpu_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, k, GPU_BULK_THREADS, 0),
+                        "the bulk copy kernel's occupancy");
 }

@@ -190,8 +190,8 @@ mscclppResult_t gpu_preload_ll(void);
 mscclppResult_t gpu_preload_bulk(void);
 mscclppResult_t gpu_preload_zc(void);
 
-/* The fewest blocks of GPU_BULK_THREADS threads any bulk / zero-copy kernel instantiation keeps
- * resident on one SM of the current device (setup compares it with nblocks). */
+/* The blocks of GPU_BULK_THREADS threads that the bulk copy kernel / the fewest that any zero-copy
+ * instantiation keeps resident on one SM of the current device (setup compares it with nblocks). */
 mscclppResult_t gpu_resident_bulk(int* per_sm);
 mscclppResult_t gpu_resident_zc(int* per_sm);
 

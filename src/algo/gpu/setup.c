@@ -129,12 +129,13 @@ static mscclppResult_t upload(struct gpu_net* g) {
   return gpu_copy_sync(g->d.chans, g->hchans, bytes);
 }
 
-/* Warns when a bulk or zero-copy kernel cannot hold all nblocks blocks on the current GPU at once:
- * the blocks beyond then wait for the wave before them to end (results stay right). A kernel that
- * lost its register cap once ran 2-4x slower so, unnoticed until measured. */
+/* Warns when the bulk copy kernel or a zero-copy kernel cannot hold all nblocks blocks on the
+ * current GPU at once: the blocks beyond then wait for the wave before them to end (results stay
+ * right). A zero-copy kernel that lost its register cap once ran 2-4x slower so, unnoticed until
+ * measured. (The reducing bulk kernels keep one block per SM by choice: bulk.cu.) */
 static mscclppResult_t check_residency(const struct gpu_net* g) {
   int dev = 0, sms = 0, per_sm[2] = {0, 0};
-  const char* kernel[2] = {"bulk", "zero-copy"};
+  const char* kernel[2] = {"bulk copy", "zero-copy"};
   MPP_CHECK(gpu_cuda_check(cudaGetDevice(&dev), "the current device"));
   MPP_CHECK(gpu_cuda_check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "the SM count"));
   MPP_CHECK(gpu_resident_bulk(&per_sm[0]));
