@@ -162,7 +162,6 @@ extern "C" mscclppResult_t gpu_preload_bulk(void) {
   return gpu_cuda_check(e == cudaSuccess ? GxPick<BulkGet>::preload() : e, "loading the bulk kernels");
 }
 
-/* The copy kernel's count: the reducing instantiations keep one block per SM by choice (above). */
 extern "C" mscclppResult_t gpu_resident_bulk(int* per_sm) {
   const void* k = (const void*)bulk_copy_kernel;
   return gpu_cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, k, GPU_BULK_THREADS, 0),

@@ -190,8 +190,9 @@ mscclppResult_t gpu_preload_ll(void);
 mscclppResult_t gpu_preload_bulk(void);
 mscclppResult_t gpu_preload_zc(void);
 
-/* The blocks of GPU_BULK_THREADS threads that the bulk copy kernel / the fewest that any zero-copy
- * instantiation keeps resident on one SM of the current device (setup compares it with nblocks). */
+/* Blocks of GPU_BULK_THREADS threads that one SM of the current device keeps resident at once
+ * (setup compares them with nblocks): the bulk copy kernel's (the reducing bulk kernels keep one
+ * by choice, bulk.cu), and the fewest of any zero-copy instantiation. */
 mscclppResult_t gpu_resident_bulk(int* per_sm);
 mscclppResult_t gpu_resident_zc(int* per_sm);
 
