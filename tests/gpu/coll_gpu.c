@@ -10,12 +10,14 @@
  *                        zc: the zero-copy algorithms; each batch is captured into a CUDA graph
  *                        and replayed once (in-place alltoall and premulsum take the bulk path);
  *                        the communicator's first collective is captured (its setup with it);
- *                        reductions in two passes (zcg: one)
+ *                        reductions in two passes, reduce on 3+ ranks as the ring (zcg: one pass,
+ *                        no ring)
  *                        zcg: zc on a blocking stream captured in global mode (the strictest)
  *                        zcw / zcwc / zcr: zc eagerly on windows (zcwc: checked) / registered buffers
  *                        st / stg / stp: the staged algorithms eager / captured / with a small stage
  *                        (st: eager calls go zero copy once every rank's buffers are announced;
- *                        st and stpm: two-pass reductions and the broadcast's push chain)
+ *                        st and stpm: two-pass reductions, the broadcast's push chain and the
+ *                        reduce ring)
  *                        stn: st with eager zero copy off (every call through the stage)
  *                        stm: st with the last rank moving to fresh buffers now and then, so that
  *                        calls its peers cannot map yet stay staged while the others go zero copy
@@ -290,6 +292,8 @@ int main(int argc, char** argv) {
     if (strcmp(variant, "zc") == 0) { /* zcg: one pass, and on 2 ranks the rooted calls' halves */
       setenv("MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN", "4096", 1);
       setenv("MSCCLPP_ALGO_GPU_ROOT_ALONE_MIN", "0", 1);
+      setenv("MSCCLPP_ALGO_GPU_REDUCE_RING_MIN", "0", 1); /* 3+ ranks: the reduce ring, many 256 B steps */
+      setenv("MSCCLPP_ALGO_GPU_REDUCE_RING_STEP", "256", 1);
     }
     g.graph = 1;
   } else if (strcmp(variant, "zcw") == 0 || strcmp(variant, "zcwc") == 0) { /* eager, on windows (zcwc: checked) */
@@ -320,6 +324,8 @@ int main(int argc, char** argv) {
       setenv("MSCCLPP_ALGO_GPU_ZC_TWO_PASS_MIN", "4096", 1);
       setenv("MSCCLPP_ALGO_GPU_BCAST_CHAIN_MIN", "0", 1);
       setenv("MSCCLPP_ALGO_GPU_ROOT_ALONE_MIN", "0", 1);
+      /* 3+ ranks: the reduce ring (stpm: one 128 B slot per block, each step waits for its credit) */
+      setenv("MSCCLPP_ALGO_GPU_REDUCE_RING_MIN", "0", 1);
     }
     g.moving = strcmp(variant, "stm") == 0 || strcmp(variant, "stpm") == 0;
     g.graph = strcmp(variant, "stg") == 0;

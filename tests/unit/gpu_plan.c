@@ -154,7 +154,8 @@ static void run_rooted(struct sim* s, enum gpu_rooted_split split) {
     CHECK(pq->recv_len[q] <= pq->maxlen && pq->red_off == pq->send_off[q]);
     CHECK(pq->red_off + pq->recv_len[q] <= s->count * s->es);
     CHECK(split != GPU_ROOTED_ROOT_FREE || s->n == 1 || q != s->root || pq->recv_len[q] == 0); /* the root moves none */
-    CHECK(split != GPU_ROOTED_ROOT_ALONE || q == s->root || pq->recv_len[q] == 0);              /* the root moves all */
+    CHECK((split != GPU_ROOTED_ROOT_ALONE && split != GPU_ROOTED_RING) || q == s->root || pq->recv_len[q] == 0); /* the root moves all */
+    CHECK(pq->ring == (split == GPU_ROOTED_RING));
     for (int r = 0; r < s->n; r++)
       CHECK(s->p[r][0].send_off[q] == pq->red_off && s->p[r][0].send_len[q] == pq->recv_len[q]);
     covered += pq->recv_len[q];
@@ -204,16 +205,53 @@ static void split_rules(struct algo_args* a) {
   for (int coll = ALGO_COLL_BROADCAST; coll <= ALGO_COLL_REDUCE; coll++) {
     a->coll = (enum algo_coll)coll;
     a->count = (4u << 20) / 4;
-    CHECK(gpu_rooted_split(a, 2, 0) == GPU_ROOTED_ROOT_ALONE && gpu_rooted_split(a, 3, 0) == GPU_ROOTED_EVEN);
-    CHECK(gpu_rooted_split(a, 4, 1) == GPU_ROOTED_ROOT_FREE); /* the chain */
+    CHECK(gpu_rooted_split(a, 2, 0, 0) == GPU_ROOTED_ROOT_ALONE && gpu_rooted_split(a, 3, 0, 0) == GPU_ROOTED_EVEN);
+    CHECK(gpu_rooted_split(a, 4, 1, 0) == GPU_ROOTED_ROOT_FREE); /* the chain */
     a->count--;
-    CHECK(gpu_rooted_split(a, 2, 0) == GPU_ROOTED_EVEN);
+    CHECK(gpu_rooted_split(a, 2, 0, 0) == GPU_ROOTED_EVEN);
     a->count = GPU_ROOT_FREE_MIN / 4;
-    CHECK(gpu_rooted_split(a, 4, 0) == (coll == ALGO_COLL_REDUCE ? GPU_ROOTED_ROOT_FREE : GPU_ROOTED_EVEN));
-    CHECK(gpu_rooted_split(a, 2, 0) == GPU_ROOTED_ROOT_ALONE);
+    CHECK(gpu_rooted_split(a, 4, 0, 0) == (coll == ALGO_COLL_REDUCE ? GPU_ROOTED_ROOT_FREE : GPU_ROOTED_EVEN));
+    CHECK(gpu_rooted_split(a, 2, 0, 0) == GPU_ROOTED_ROOT_ALONE);
     a->count--;
-    CHECK(gpu_rooted_split(a, 4, 0) == GPU_ROOTED_EVEN);
+    CHECK(gpu_rooted_split(a, 4, 0, 0) == GPU_ROOTED_EVEN);
+    /* the reduce ring, when the call goes zero copy: 3+ ranks from MSCCLPP_ALGO_GPU_REDUCE_RING_MIN
+     * (64 MiB), not avg */
+    a->count = (64u << 20) / 4;
+    int reduce = coll == ALGO_COLL_REDUCE;
+    CHECK(gpu_rooted_split(a, 4, 0, 1) == (reduce ? GPU_ROOTED_RING : GPU_ROOTED_EVEN) && gpu_reduce_ring(a, 3) == reduce);
+    CHECK(gpu_rooted_split(a, 2, 0, 1) == GPU_ROOTED_ROOT_ALONE && !gpu_reduce_ring(a, 2));
+    a->op = ELEM_OP_AVG;
+    CHECK(gpu_rooted_split(a, 4, 0, 1) == (reduce ? GPU_ROOTED_ROOT_FREE : GPU_ROOTED_EVEN));
+    a->op = ELEM_OP_SUM;
+    a->count--;
+    CHECK(!gpu_reduce_ring(a, 4));
   }
+}
+
+/* The reduce ring's shape (4 ranks, the default bulk slot): 32 KiB steps in as many slots as a
+ * block's share of the bulk region holds; a share smaller than a step is one slot; none but the
+ * ring plan gets one. */
+static void ring_rules(struct gpu_net* g) {
+  g->d.nranks = 4;
+  g->d.bulk_slot = (16u << 20) / 3 / (16u * 256) * (16u * 256);
+  uint64_t share = 2ull * 4 * g->d.bulk_slot / 256;
+  struct algo_args a;
+  memset(&a, 0, sizeof(a));
+  a.coll = ALGO_COLL_REDUCE, a.es = 4, a.count = (256u << 20) / 4, a.root = 3;
+  struct gx_plan p;
+  struct gx_zc z;
+  memset(&z, 0, sizeof(z));
+  gpu_plan_rooted(&a, 1, 4, GPU_ROOTED_RING, &p);
+  gpu_zc_shape(g, &p, &z);
+  CHECK(p.ring && p.maxlen == (256u << 20) && z.ring_sub == 32768 && z.ring_slots == share / 32768);
+  CHECK(z.ring_slots >= 2 && z.ring_slots * z.ring_sub <= share);
+  g->d.bulk_slot = 16 * 256;
+  gpu_zc_shape(g, &p, &z);
+  CHECK(z.ring_sub == 2 * 4 * 16 && z.ring_slots == 1);
+  gpu_plan_rooted(&a, 1, 4, GPU_ROOTED_ROOT_FREE, &p);
+  gpu_zc_shape(g, &p, &z);
+  CHECK(!p.ring && z.ring_sub == 0 && z.ring_slots == 0);
+  g->d.nranks = 0, g->d.bulk_slot = 0;
 }
 
 /* The kernel shape gpu_zc_shape gives a plan, with the default parameters: two passes (staggered)
@@ -267,6 +305,7 @@ static void shape_rules(void) {
   gpu_plan_rooted(&a, 0, 4, GPU_ROOTED_ROOT_FREE, &p);
   gpu_zc_shape(&g, &p, &z);
   CHECK(z.chain_sub == GPU_CHAIN_MIN_STEP);
+  ring_rules(&g);
   split_rules(&a);
 }
 #endif
@@ -294,7 +333,7 @@ int main(void) {
                 cases++;
                 /* the staged plans, every split (premulsum runs the bulk kernel instead) */
                 int rooted = algo_coll_rooted(coll) && op != ELEM_OP_PREMUL && tp == 0;
-                for (int sp = GPU_ROOTED_EVEN; rooted && sp <= GPU_ROOTED_ROOT_ALONE; sp++) {
+                for (int sp = GPU_ROOTED_EVEN; rooted && sp <= GPU_ROOTED_RING; sp++) {
                   sim_init(&s, ns[ni], coll, dtypes[di], op, inplace, counts[ci], seed++);
                   run_rooted(&s, (enum gpu_rooted_split)sp);
                   cases++;

@@ -114,7 +114,7 @@ static void plan_one(const struct algo_args* a, int me, int n, struct gx_plan* p
 /* Slice of rank q in a rooted plan split as gpu_rooted_split says (the ranks after the root take
  * the n - 1 slices in turn when it is root-free). */
 static void rooted_slice(size_t count, int n, int root, enum gpu_rooted_split split, int q, size_t* off, size_t* cnt) {
-  if (split == GPU_ROOTED_ROOT_ALONE) {
+  if (split == GPU_ROOTED_ROOT_ALONE || split == GPU_ROOTED_RING) {
     *off = 0, *cnt = q == root ? count : 0;
   } else if (split == GPU_ROOTED_EVEN || n == 1) {
     slice(count, n, q, off, cnt);
@@ -125,17 +125,24 @@ static void rooted_slice(size_t count, int n, int root, enum gpu_rooted_split sp
   }
 }
 
-enum gpu_rooted_split gpu_rooted_split(const struct algo_args* a, int nranks, int chain) {
+int gpu_reduce_ring(const struct algo_args* a, int nranks) {
+  int64_t min = param_int(PARAM_ALGO_GPU_REDUCE_RING_MIN);
+  return a->coll == ALGO_COLL_REDUCE && nranks >= 3 && min >= 0 && (uint64_t)a->count * a->es >= (uint64_t)min &&
+         a->op != ELEM_OP_AVG && a->op != ELEM_OP_PREMUL;
+}
+
+enum gpu_rooted_split gpu_rooted_split(const struct algo_args* a, int nranks, int chain, int ring) {
   uint64_t bytes = (uint64_t)a->count * a->es;
   int64_t alone = param_int(PARAM_ALGO_GPU_ROOT_ALONE_MIN);
   if (nranks == 2 && alone >= 0 && bytes >= (uint64_t)alone) return GPU_ROOTED_ROOT_ALONE;
+  if (ring && gpu_reduce_ring(a, nranks)) return GPU_ROOTED_RING;
   if (chain || (a->coll == ALGO_COLL_REDUCE && nranks >= 3 && bytes >= GPU_ROOT_FREE_MIN)) return GPU_ROOTED_ROOT_FREE;
   return GPU_ROOTED_EVEN;
 }
 
 void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_rooted_split split, struct gx_plan* p) {
   size_t es = a->es, off, cnt, moff, mcnt;
-  int m = split == GPU_ROOTED_ROOT_ALONE ? 1 : split == GPU_ROOTED_ROOT_FREE && nranks > 1 ? nranks - 1 : nranks;
+  int m = split == GPU_ROOTED_ROOT_ALONE || split == GPU_ROOTED_RING ? 1 : split == GPU_ROOTED_ROOT_FREE && nranks > 1 ? nranks - 1 : nranks;
   plan_init(p, a, GX_REDUCE);
   p->scale_send = 0;
   rooted_slice(a->count, nranks, a->root, split, rank, &moff, &mcnt);
@@ -149,6 +156,7 @@ void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_r
   p->one_src = a->coll == ALGO_COLL_BROADCAST;
   p->one_dst = a->coll == ALGO_COLL_REDUCE;
   p->root = a->root;
+  p->ring = split == GPU_ROOTED_RING;
 }
 
 int gpu_plans(const struct algo_args* a, int rank, int nranks, int two_phase, struct gx_plan out[2]) {

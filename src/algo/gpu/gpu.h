@@ -76,6 +76,7 @@ struct gx_plan {
   int one_src, one_dst; /* staged / zero-copy kernels only (gpu_plan_rooted): 1 when only rank root's
                            input (broadcast) or output (reduce) exists; each rank then moves its slice */
   int root;
+  int ring; /* reduce (one_dst, root-alone slices): the zero-copy kernel runs it as a ring (gx_zc.ring_sub) */
   const uint32_t* skip; /* device word or NULL: when nonzero the launch does nothing (the probe of an
                            eager call larger than the stage went zero copy: stage.c) */
 };
@@ -118,6 +119,8 @@ struct gx_zc {
                    read one peer at a time */
   uint64_t chain_sub; /* eager zero-copy broadcast on the root-free plan: bytes per step of the push
                          chain (zc_bcast_chain); 0: every rank copies its slice from the root's input */
+  uint64_t ring_sub;   /* reduce as a ring (plan.ring): bytes per step of a block's range */
+  uint64_t ring_slots; /* the ring slots of ring_sub bytes a block has in each rank's bulk region */
   int open_relaxed; /* zero copy over the users' buffers (not staged): the opening round is relaxed
                        (MSCCLPP_ALGO_GPU_ZC_OPEN_RELAXED; round.cuh gx_round) */
   int staged; /* 1: a staged call (stage.c): peer_src / peer_dst of the peers are their stages */
@@ -278,6 +281,7 @@ enum gpu_rooted_split {
   GPU_ROOTED_EVEN,       /* rank q moves its slice of n */
   GPU_ROOTED_ROOT_FREE,  /* the n - 1 ranks after the root share it, the root moves none (n > 1) */
   GPU_ROOTED_ROOT_ALONE, /* the root moves all of it, the others nothing */
+  GPU_ROOTED_RING,       /* reduce: the root-alone slices, run as a ring by the zero-copy kernel */
 };
 /* The staged plan of a broadcast or reduce (GX_REDUCE over slices, one_src / one_dst): rank q
  * moves its slice of the message (split): from the root's input into every rank's output
@@ -285,7 +289,8 @@ enum gpu_rooted_split {
 void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_rooted_split split, struct gx_plan* out);
 #define GPU_ROOT_FREE_MIN (64ull << 20) /* bytes: see gpu_rooted_split */
 /* The split of call a's rooted plan on nranks ranks (chain: the broadcast runs as the push chain,
- * which needs the root-free split); the same on every rank.
+ * which needs the root-free split; ring: the call goes zero copy, so a reduce may run as a ring,
+ * gpu_reduce_ring); the same on every rank.
  * Root-free for a reduce on 3+ ranks from GPU_ROOT_FREE_MIN bytes: the root's links then carry the
  * message once each way instead of 1.5 times out (4x H100, eager, float sum, us, root with /
  * without a slice: reduce 34.8 / 43.8 at 4M, 94.2 / 96.1 at 16M, 316 / 277 at 64M, 1199 / 1037 at
@@ -296,7 +301,13 @@ void gpu_plan_rooted(const struct algo_args* a, int rank, int nranks, enum gpu_r
  * root alone, eager: broadcast 61.4 / 57.8 at 16M, 759 / 751 at 256M, reduce 61.9 / 59.7, 818 /
  * 751; captured: broadcast 56.6 / 53.1, 742 / 734, reduce 56.4 / 54.5, 800 / 734; at 1M the halves
  * win, 8.8 / 10.3 and 9.4 / 11.5 captured). */
-enum gpu_rooted_split gpu_rooted_split(const struct algo_args* a, int nranks, int chain);
+enum gpu_rooted_split gpu_rooted_split(const struct algo_args* a, int nranks, int chain, int ring);
+/* Whether reduce a may run as a ring when it goes zero copy: 3+ ranks, from
+ * MSCCLPP_ALGO_GPU_REDUCE_RING_MIN bytes, not avg (the partial sums cannot divide) nor
+ * pre-multiplied; the same on every rank. The ring moves every byte over each link once, as writes
+ * (each rank adds its input to its predecessor's partial and puts the sum into its successor's
+ * bulk region; the root adds its input into its output), where the root-free plan reads. */
+int gpu_reduce_ring(const struct algo_args* a, int nranks);
 #define GPU_CHAIN_MIN_STEP 2048 /* bytes: the smallest step of a broadcast's push chain */
 /* A group's sends and receives on GPU ranks (p2p.c). */
 struct p2p_op;

@@ -22,6 +22,7 @@
 #include "algo/gpu/gpu.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/param.h"
 #include "util/timeutil.h"
 
 #if MSCCLPP_HAVE_CUDA
@@ -41,15 +42,16 @@ static uint64_t staged_bytes(const struct algo_comm* ac, const struct algo_args*
 }
 
 /* The call's plan for the staged kernel: allreduce's reduce-scatter phase (put_reduced:
- * each slice also goes to every peer), broadcast's and reduce's sliced plans (a broadcast that
- * may go zero copy, may_ezc, root-free for the push chain), the others' one plan; the own buffers
- * in z (the peers' are the caller's to set). */
+ * each slice also goes to every peer), broadcast's and reduce's sliced plans (when the call may go
+ * zero copy, may_ezc: a broadcast root-free for the push chain, a reduce as the ring), the others'
+ * one plan; the own buffers in z (the peers' are the caller's to set). */
 static void stage_plan(struct algo_comm* ac, const struct algo_args* a, int may_ezc, struct gx_plan* p,
                        struct gx_zc* z) {
   struct gx_plan two[2];
   if (algo_coll_rooted(a->coll)) {
     int chain = may_ezc && gpu_bcast_chain(a, ac->nranks);
-    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_split(a, ac->nranks, chain), p);
+    int ring = may_ezc && !a->captured && param_int(PARAM_ALGO_GPU_EAGER_ZC) != 0;
+    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_split(a, ac->nranks, chain, ring), p);
   } else {
     (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, two);
     *p = two[0];

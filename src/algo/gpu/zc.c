@@ -206,6 +206,17 @@ uint64_t gpu_zc_chunk(const struct gpu_net* g, uint64_t maxlen) {
   return (c + 15) / 16 * 16;
 }
 
+/* The reduce ring's step and slots: block b's ring slots are its share of every rank's bulk region
+ * (the bulk kernel's stage, unused by zero-copy calls), MSCCLPP_ALGO_GPU_REDUCE_RING_STEP bytes
+ * each (at most the whole share), at least one. */
+static void ring_shape(const struct gpu_net* g, struct gx_zc* z) {
+  uint64_t share = 2ull * (uint64_t)g->d.nranks * g->d.bulk_slot / (uint64_t)g->d.nblocks / 16 * 16;
+  int64_t step = param_int(PARAM_ALGO_GPU_REDUCE_RING_STEP);
+  uint64_t sub = step < 16 ? 16 : (uint64_t)step / 16 * 16;
+  z->ring_sub = sub < share ? sub : share;
+  z->ring_slots = share / z->ring_sub;
+}
+
 void gpu_zc_shape(const struct gpu_net* g, const struct gx_plan* p, struct gx_zc* z) {
   int64_t min = param_int(PARAM_ALGO_GPU_ZC_TWO_PASS_MIN);
   z->chunk = gpu_zc_chunk(g, p->maxlen);
@@ -219,6 +230,8 @@ void gpu_zc_shape(const struct gpu_net* g, const struct gx_plan* p, struct gx_zc
     sub = (sub + 15) / 16 * 16;
     z->chain_sub = sub < GPU_CHAIN_MIN_STEP ? GPU_CHAIN_MIN_STEP : sub;
   }
+  z->ring_sub = z->ring_slots = 0;
+  if (p->ring) ring_shape(g, z);
 }
 
 /* Whether zero-copy broadcast a runs as the push chain (root-free plan): 3+ ranks, the chain on, from
@@ -247,7 +260,7 @@ mscclppResult_t gpu_graph_only_begin(struct algo_comm* ac, const struct algo_arg
   if (!usable) LOG_DEBUG_(LOG_SUB_ALGO, "%s: in-place on some rank: bulk kernel", algo_coll_name(a->coll));
   *go = usable;
   if (usable && rooted)
-    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_split(a, ac->nranks, bcast_chain_fits(a, ac->nranks)), p);
+    gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_split(a, ac->nranks, bcast_chain_fits(a, ac->nranks), 1), p);
   else if (usable)
     (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, p);
   return mscclppSuccess;

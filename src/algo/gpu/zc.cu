@@ -4,7 +4,7 @@
  * alltoall), reads of peers' inputs reduced into the own output (reducescatter), or both in one
  * pass (allreduce: each rank reduces its slice from every input and writes the result into every
  * output; broadcast: each rank copies its slice of the root's input into every output, or the push
- * chain; reduce: each rank reduces its slice into the root's output).
+ * chain; reduce: each rank reduces its slice into the root's output, or the ring).
  *
  * Block b owns bytes [b * chunk, +chunk) of every part, on every rank, and pairs with block b of
  * each peer on its own channel. Two rounds: the opening round (every peer's block b started, so
@@ -147,6 +147,53 @@ __device__ int zc_bcast_chain(const gpu_dev& d, const gx_plan& p, const gx_zc& z
   return 0;
 }
 
+/* Reduce as a ring (p.ring: the root-alone plan, maxlen the message's bytes; z.ring_sub > 0). Ranks
+ * root + 1, root + 2, ..., root form a chain, and step s covers ring_sub bytes of this block's range
+ * [lo, lo + chunk): the first rank puts its input's bytes into slot s mod ring_slots of its
+ * successor's ring (this block's share of the successor's bulk region), each later rank waits for
+ * them, adds its input and puts the sum into its successor's slot, and the root adds its input into
+ * its output. Every link carries each byte once, as writes. On this block's channels a rank signals
+ * its successor after each put (data) and its predecessor after reading each slot (a credit); it
+ * puts into a slot of its successor's again only after that slot's credit, and takes every credit
+ * before it returns, so each channel's signals and waits pair up and the closing round that follows
+ * counts alike on every rank. Every rank counts the same steps (from maxlen, chunk and ring_sub).
+ * Nonzero in every thread when a wait failed (the device-error record names the peer). */
+template <int DT, int OP>
+__device__ int zc_reduce_ring(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uint64_t lo) {
+  uint64_t end = p.maxlen < lo + z.chunk ? p.maxlen : lo + z.chunk;
+  uint64_t steps = end > lo ? (end - lo + z.ring_sub - 1) / z.ring_sub : 0;
+  const int n = d.nranks, t = (int)threadIdx.x, pred = (d.rank + n - 1) % n, succ = (d.rank + 1) % n;
+  const bool first = pred == p.root, last = d.rank == p.root;
+  const mscclppMemoryChannel* ch = d.chans + (uint64_t)blockIdx.x * (uint64_t)n;
+  uint64_t ring = d.ll_bytes + (uint64_t)blockIdx.x * z.ring_slots * z.ring_sub;
+  char* mine = d.scratch + ring;
+  char* next = d.peer_scratch[succ] + ring;
+  int rc = MSCCLPP_DEVICE_OK;
+  for (uint64_t s = 0; s < steps; s++) {
+    uint64_t at = lo + s * z.ring_sub, nb = end - at < z.ring_sub ? end - at : z.ring_sub;
+    uint64_t slot = s % z.ring_slots * z.ring_sub;
+    if (t == 0 && !first) rc = mscclppMemoryChannelWait(&ch[pred]); /* the partial of step s is in my slot */
+    if (t == 32 && !last && s >= z.ring_slots) rc = mscclppMemoryChannelWait(&ch[succ]); /* its slot is read */
+    if (__syncthreads_or(rc != MSCCLPP_DEVICE_OK)) return 1;
+    const char* in = z.peer_src[d.rank] + at;
+    if (first) {
+      mscclppCopy(next + slot, in, nb, t, blockDim.x);
+    } else {
+      const char* srcs[2] = {mine + slot, in};
+      char* dst = last ? p.dst + p.red_off + at : next + slot;
+      red_range<DT, OP, true>(dst, srcs, 2, nb / sizeof(typename Ty<DT>::T), t, blockDim.x);
+    }
+    /* Every thread's put of step s and read of the slot come before the signals: the data signal
+     * releases the put to the successor, the credit tells the predecessor the slot may be reused. */
+    __syncthreads();
+    if (t == 0 && !last) mscclppMemoryChannelSignal(&ch[succ]);
+    if (t == 32 && !first) mscclppMemoryChannelSignal(&ch[pred]);
+  }
+  uint64_t owed = steps < z.ring_slots ? steps : z.ring_slots;
+  for (uint64_t i = 0; t == 32 && !last && i < owed && rc == MSCCLPP_DEVICE_OK; i++) rc = mscclppMemoryChannelWait(&ch[succ]);
+  return __syncthreads_or(rc != MSCCLPP_DEVICE_OK);
+}
+
 /* Staged calls (z.staged): the stage is the bulk region of the scratch, laid out like the buffer
  * the peers would otherwise touch (input offsets for reductions, output offsets for copies). */
 __device__ __forceinline__ char* zs_stage(const gpu_dev& d) { return d.scratch + d.ll_bytes; }
@@ -218,7 +265,10 @@ __device__ bool ezc_decide(const gpu_dev& d, const gx_zc& z, gx_zc& sz, ezc_desc
   int t = (int)threadIdx.x, q = t / words, w = t % words;
   if (q < d.nranks && q != d.rank)
     ((uint4*)&sd[q])[w] = __ldcg((const uint4*)ezc_slot(d, d.scratch, q) + w);
-  if (t == 0) sz.chunk = z.chunk, sz.put_reduced = z.put_reduced, sz.two_pass = z.two_pass, sz.chain_sub = z.chain_sub;
+  if (t == 0) {
+    sz.chunk = z.chunk, sz.put_reduced = z.put_reduced, sz.two_pass = z.two_pass, sz.chain_sub = z.chain_sub;
+    sz.ring_sub = z.ring_sub, sz.ring_slots = z.ring_slots;
+  }
   __syncthreads();
   bool ok = true;
   if (t < d.nranks) {
@@ -263,6 +313,8 @@ __device__ void ezc_body(const gpu_dev& d, const gx_plan& p, const gx_zc& z, uin
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(z.hits, 1u);
   if (p.one_src && sz.chain_sub > 0) {
     if (zc_bcast_chain(d, p, sz, lo)) return;
+  } else if (p.ring) {
+    if (zc_reduce_ring<DT, OP>(d, p, sz, lo)) return;
   } else if (p.mode == GX_COPY) zc_put(d, p, sz, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, sz, lo);
   __syncthreads();
@@ -286,6 +338,8 @@ __global__ void __launch_bounds__(GPU_BULK_THREADS, 2) zc_kernel(gpu_dev d, gx_p
   if (gx_round(d, true, z.open_relaxed != 0)) return; /* the device-error record names the peer */
   if (p.one_src && z.chain_sub > 0) {
     if (zc_bcast_chain(d, p, z, lo)) return; /* the device-error record names the root */
+  } else if (p.ring) {
+    if (zc_reduce_ring<DT, OP>(d, p, z, lo)) return;
   } else if (p.mode == GX_COPY) zc_put(d, p, z, lo);
   else if (p.mode == GX_REDUCE) zc_reduce<DT, OP>(d, p, z, lo);
   __syncthreads();
