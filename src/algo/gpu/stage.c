@@ -50,7 +50,7 @@ static void stage_plan(struct algo_comm* ac, const struct algo_args* a, int may_
   struct gx_plan two[2];
   if (algo_coll_rooted(a->coll)) {
     int chain = may_ezc && gpu_bcast_chain(a, ac->nranks);
-    int ring = may_ezc && !a->captured && param_int(PARAM_ALGO_GPU_EAGER_ZC) != 0;
+    int ring = may_ezc && param_int(PARAM_ALGO_GPU_EAGER_ZC) != 0; /* may_ezc: eager calls only */
     gpu_plan_rooted(a, ac->rank, ac->nranks, gpu_rooted_split(a, ac->nranks, chain, ring), p);
   } else {
     (void)gpu_plans(a, ac->rank, ac->nranks, a->coll == ALGO_COLL_ALLREDUCE, two);
